@@ -1,0 +1,1 @@
+//! The analyses: kernel table (and later overlap, fuse, similarity).

@@ -1,0 +1,53 @@
+//! The one error type that reaches `main`, each variant mapped to an exit code.
+
+use std::path::PathBuf;
+
+use crate::exit;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TriageError {
+    #[error("{0}")]
+    Usage(String),
+    /// An input file or directory that cannot be used; the message names it.
+    #[error("{}: {message}", path.display())]
+    Input { path: PathBuf, message: String },
+    /// Framework auto-detection refused; the message lists the evidence and the advice.
+    #[error("{0}")]
+    FrameworkRefused(String),
+    #[error("{0}")]
+    Capture(String),
+    /// A plugin failed; `plugin` is its name or path.
+    #[error("plugin {plugin}: {message}")]
+    Plugin { plugin: String, message: String },
+    /// Writing the report (`--output`, stdout) failed.
+    #[error("{}: {message}", path.display())]
+    Output { path: PathBuf, message: String },
+}
+
+impl TriageError {
+    pub fn input(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        TriageError::Input {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn plugin(plugin: impl Into<String>, message: impl Into<String>) -> Self {
+        TriageError::Plugin {
+            plugin: plugin.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            TriageError::Usage(_) => exit::USAGE,
+            TriageError::Input { .. } | TriageError::Output { .. } => exit::INPUT,
+            TriageError::FrameworkRefused(_) => exit::FRAMEWORK_REFUSED,
+            TriageError::Capture(_) => exit::CAPTURE,
+            TriageError::Plugin { .. } => exit::PLUGIN,
+        }
+    }
+}
+
+pub type Result<T, E = TriageError> = std::result::Result<T, E>;

@@ -1,0 +1,18 @@
+//! llm-triage: one report from a torch.profiler trace of an LLM serving engine.
+//!
+//! The data flow, one module per step (see `shared/design/ARCHITECTURE.md`):
+//!
+//! ```text
+//! inputs --trace::discover--> TraceSet --trace::read--> Trace --trace::link--> Linked
+//!        --plugins::select--> Engine  --trace::stage--> StageSplit
+//!        --analyze--> Report --report::render--> markdown | text | json
+//! ```
+pub mod analyze;
+pub mod catalog;
+pub mod cli;
+pub mod error;
+pub mod exit;
+pub mod plugins;
+pub mod report;
+pub mod run;
+pub mod trace;

@@ -1,0 +1,218 @@
+//! Compact records of the trace events later steps need.
+//!
+//! The reader turns each JSON event straight into one of these; no JSON tree is kept.
+//! Strings (names, pids, tids) are interned once per trace and referred to by [`Sym`].
+//! Times are integer nanoseconds, so sums of `dur` are exact (Kineto writes
+//! microseconds with at most three decimals).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// An interned string of one [`Trace`]'s [`Interner`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+/// Time or duration in nanoseconds.
+pub type Ns = i64;
+
+/// Converts nanoseconds to the microseconds reports use.
+pub fn ns_to_us(ns: Ns) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// String table: each distinct string stored once.
+#[derive(Debug, Default, Clone)]
+pub struct Interner {
+    map: HashMap<Box<str>, Sym>,
+    strings: Vec<Box<str>>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if let Some(&sym) = self.map.get(s) {
+            return sym;
+        }
+        let sym = Sym(self.strings.len() as u32);
+        let boxed: Box<str> = s.into();
+        self.strings.push(boxed.clone());
+        self.map.insert(boxed, sym);
+        sym
+    }
+
+    /// The symbol of `s` if it was ever interned.
+    pub fn lookup(&self, s: &str) -> Option<Sym> {
+        self.map.get(s).copied()
+    }
+
+    pub fn get(&self, sym: Sym) -> &str {
+        &self.strings[sym.0 as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.strings.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.strings.is_empty()
+    }
+}
+
+/// What kind of GPU activity an event is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum GpuKind {
+    Kernel,
+    Memcpy,
+    Memset,
+}
+
+/// A kernel, memcpy or memset that ran on a GPU stream (`cat` `kernel`, `gpu_memcpy`,
+/// `gpu_memset`; legacy `Kernel`, `Memcpy`, `Memset`).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct GpuOp {
+    pub name: Sym,
+    pub kind: GpuKind,
+    pub ts: Ns,
+    pub dur: Ns,
+    pub pid: Sym,
+    pub tid: Sym,
+    /// `args.stream` (or `args.cuda_stream`); `None` when absent.
+    pub stream: Option<i64>,
+    /// `args.device`, when present.
+    pub device: Option<i64>,
+    /// `args.correlation`: links to the runtime call that launched it.
+    pub correlation: Option<u64>,
+    /// `args["External id"]`: links to the `cpu_op` around the launch.
+    pub external_id: Option<u64>,
+}
+
+impl GpuOp {
+    pub fn end(&self) -> Ns {
+        self.ts + self.dur
+    }
+}
+
+/// A CUDA/HIP runtime or driver call (`cat` `cuda_runtime`, `cuda_driver`; legacy
+/// `Runtime`) that carries a `correlation` id: kernel launches, graph launches, memcpy
+/// and memset calls.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct RuntimeCall {
+    pub name: Sym,
+    pub ts: Ns,
+    pub dur: Ns,
+    pub pid: Sym,
+    pub tid: Sym,
+    pub correlation: u64,
+    pub external_id: Option<u64>,
+}
+
+/// An operator on the CPU (`cat` `cpu_op`; legacy `Operator`).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct CpuOp {
+    pub name: Sym,
+    pub ts: Ns,
+    pub dur: Ns,
+    pub pid: Sym,
+    pub tid: Sym,
+    pub external_id: Option<u64>,
+}
+
+/// A Python frame (`cat` `python_function`), named `path(line): function`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct PyFrame {
+    pub name: Sym,
+    pub ts: Ns,
+    pub dur: Ns,
+    pub pid: Sym,
+    pub tid: Sym,
+}
+
+impl PyFrame {
+    pub fn end(&self) -> Ns {
+        self.ts + self.dur
+    }
+}
+
+/// A `user_annotation` (CPU time) or `gpu_user_annotation` (GPU time) range.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Annotation {
+    pub name: Sym,
+    pub ts: Ns,
+    pub dur: Ns,
+    pub pid: Sym,
+    pub tid: Sym,
+    pub external_id: Option<u64>,
+    pub on_gpu: bool,
+}
+
+/// Which Kineto layout the file uses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Schema {
+    /// Current Kineto: `cat` `kernel`, `cpu_op`, `cuda_runtime`, ...
+    #[default]
+    Kineto,
+    /// The 2021 layout: `cat` `Kernel`, `Operator`, `Runtime`, `Memcpy`, `Memset`.
+    Legacy,
+}
+
+/// Top-level facts about the trace document (not its events).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceMeta {
+    /// Top-level keys in document order (`schemaVersion`, `deviceProperties`, ...).
+    /// Empty for the bare-list form.
+    pub keys: Vec<String>,
+    /// `deviceProperties[].name`, in order (may be empty strings on ROCm).
+    pub device_names: Vec<String>,
+    /// `distributedInfo.rank` / `world_size`, when present.
+    pub rank: Option<u32>,
+    pub world_size: Option<u32>,
+    /// `with_stack` as written by torch.profiler, when present.
+    pub with_stack: Option<bool>,
+    pub schema: Schema,
+    /// The document was a bare JSON array of events.
+    pub bare_list: bool,
+}
+
+/// Events the reader did not keep, by reason. Reported, never silent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SkipCounts {
+    /// Events that were not objects, or had a field of the wrong type.
+    pub malformed: u64,
+    /// GPU events with a negative, NaN or missing `ts`/`dur`.
+    pub bad_time: u64,
+    /// GPU events with `dur == 0` (kept out of every table).
+    pub zero_duration: u64,
+}
+
+impl SkipCounts {
+    pub fn total(&self) -> u64 {
+        self.malformed + self.bad_time + self.zero_duration
+    }
+}
+
+/// One trace file, read. The input of every later step.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub path: PathBuf,
+    pub strings: Interner,
+    pub gpu_ops: Vec<GpuOp>,
+    pub runtime: Vec<RuntimeCall>,
+    pub cpu_ops: Vec<CpuOp>,
+    pub py_frames: Vec<PyFrame>,
+    pub annotations: Vec<Annotation>,
+    /// `process_name` metadata: (pid, name).
+    pub process_names: Vec<(Sym, Sym)>,
+    /// `thread_name` metadata: (pid, tid, name).
+    pub thread_names: Vec<(Sym, Sym, Sym)>,
+    pub meta: TraceMeta,
+    pub skipped: SkipCounts,
+    /// Number of events in the document (kept or not).
+    pub event_count: u64,
+    /// Uncompressed JSON bytes read.
+    pub json_bytes: u64,
+}
+
+impl Trace {
+    pub fn name(&self, sym: Sym) -> &str {
+        self.strings.get(sym)
+    }
+}

@@ -1,0 +1,8 @@
+//! Reading traces: find the files, stream them into compact events, link kernels to
+//! their launch sites, split them into stages.
+pub mod discover;
+pub mod event;
+pub mod evidence;
+pub mod link;
+pub mod read;
+pub mod stage;

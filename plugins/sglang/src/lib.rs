@@ -1,0 +1,1 @@
+//! llm-triage engine plugin: sglang (being written)

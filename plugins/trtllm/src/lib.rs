@@ -1,0 +1,1 @@
+//! llm-triage engine plugin: trtllm (being written)

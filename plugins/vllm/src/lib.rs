@@ -1,0 +1,1 @@
+//! llm-triage engine plugin: vllm (being written)

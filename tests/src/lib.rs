@@ -1,0 +1,1 @@
+//! Fixture traces and helpers for end-to-end tests.
