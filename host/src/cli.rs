@@ -1,1 +1,125 @@
-//! (being written)
+//! The command line, defined once: clap derives parsing, `--help` and shell
+//! completions from these types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  report printed
+  2  usage error
+  3  input unreadable or not a torch.profiler trace
+  4  framework refused (--framework auto found no engine claim, or a tie)
+  5  live capture failed
+  6  plugin error (load, ABI, panic)";
+
+/// Triage torch.profiler traces of LLM serving engines (SGLang, vLLM, TensorRT-LLM,
+/// TokenSpeed, and engines that plugins add): which kernels dominate prefill and
+/// decode, and which Python line launched them.
+#[derive(Debug, Parser)]
+#[command(
+    name = "llm-triage",
+    version,
+    args_conflicts_with_subcommands = true,
+    after_help = EXIT_CODES_HELP
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub triage: TriageArgs,
+
+    /// Also look for engine plugins in DIR (repeatable; searched first).
+    #[arg(long = "plugin-dir", value_name = "DIR", global = true)]
+    pub plugin_dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Triage a trace (the default; the word may be left out).
+    Triage(TriageArgs),
+    /// List, inspect, install and check engine plugins.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginsCommand {
+    /// Loaded plugins and the capability matrix.
+    List,
+    /// Everything one plugin declares.
+    Info { name: String },
+    /// Copy a plugin library into the user plugin directory.
+    Install {
+        file: PathBuf,
+        /// Install even over a newer version of the same plugin.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Delete a plugin from the user plugin directory.
+    Remove { name: String },
+    /// Every search directory and candidate file, and why each loaded or not.
+    Doctor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Markdown,
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = EXIT_CODES_HELP)]
+pub struct TriageArgs {
+    /// A trace file (.json or .json.gz) or a profile directory.
+    #[arg(long, value_name = "PATH")]
+    pub input: Option<PathBuf>,
+
+    /// Engine that wrote the trace: auto, or a plugin name or alias (sglang, vllm,
+    /// trtllm, tokenspeed, ...). `auto` refuses traces no plugin recognises.
+    #[arg(long, value_name = "NAME", default_value = "auto")]
+    pub framework: String,
+
+    /// Analyse this TP rank instead of rank 0 when a directory holds several.
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
+
+    /// Hide kernel rows below this share of their stage's GPU time.
+    #[arg(long, visible_alias = "min-share-pct", value_name = "PCT", default_value_t = 1.0)]
+    pub min_share: f64,
+
+    /// Keep only the top N kernel rows per stage (0 = all), before the share cut.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub kernel_table_limit: usize,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Markdown)]
+    pub format: OutputFormat,
+
+    /// Write the report to FILE (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Load the catalog (kernel-families.toml, ...) from DIR instead of the built-in one.
+    #[arg(long, value_name = "DIR")]
+    pub catalog: Option<PathBuf>,
+
+    /// No progress bar on stderr.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+impl Cli {
+    /// Parses `args`, accepting the predecessor's leading `triage` word.
+    pub fn parse_from_env() -> Self {
+        Cli::parse()
+    }
+}

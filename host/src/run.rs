@@ -1,1 +1,242 @@
-//! (being written)
+//! One triage, start to finish: discover -> read -> select -> link -> stage -> analyze.
+//! Each step is a function of the previous step's value; this module only wires them.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use llm_triage_plugin_api::{MarkerKind, StageHint};
+
+use crate::analyze::kernels::{kernel_tables, KernelTableOptions, StagedTrace};
+use crate::analyze::location::Locator;
+use crate::catalog::load_families;
+use crate::error::{Result, TriageError};
+use crate::plugins::{self, Engine, PluginSet};
+use crate::report::{FrameworkInfo, InputInfo, Report, SCHEMA_VERSION};
+use crate::trace::discover::{discover, TraceSet};
+use crate::trace::event::Trace;
+use crate::trace::evidence::evidence;
+use crate::trace::link::{link, Linked};
+use crate::trace::read::read_trace;
+use crate::trace::stage::{split, Stage, StageSplit};
+
+/// What the user asked for, in domain terms (the CLI maps flags onto this).
+#[derive(Clone, Debug)]
+pub struct TriageRequest {
+    pub input: PathBuf,
+    pub framework: String,
+    pub rank: Option<u32>,
+    pub min_share_pct: f64,
+    pub kernel_table_limit: usize,
+    pub catalog: Option<PathBuf>,
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Show a progress bar on stderr while reading.
+    pub progress: bool,
+}
+
+/// Files smaller than this read too fast for a progress bar to help.
+const PROGRESS_MIN_BYTES: u64 = 16 << 20;
+
+pub fn triage(request: &TriageRequest) -> Result<Report> {
+    let families = load_families(request.catalog.as_deref())?;
+    let traces_set = discover(&request.input, request.rank)?;
+    let plugin_set = load_plugins(&request.plugin_dirs)?;
+    let traces = read_all(&traces_set, request.progress)?;
+
+    let server_args = traces_set.server_args.as_ref().map(|a| &a.values);
+    let evidences: Vec<_> = traces.iter().map(|t| evidence(t, server_args)).collect();
+    let selection = plugins::select(&plugin_set, &request.framework, &evidences)?;
+    let engine = selection.engine;
+
+    let locator = Locator::new(&engine.attribution()?);
+    let linked: Vec<Linked> = traces.iter().map(link).collect();
+    let splits = traces
+        .iter()
+        .zip(&traces_set.files)
+        .zip(&linked)
+        .map(|((trace, file), linked)| stage_trace(engine, trace, file.path_stage, linked))
+        .collect::<Result<Vec<StageSplit>>>()?;
+
+    let staged: Vec<StagedTrace<'_>> = traces
+        .iter()
+        .zip(&linked)
+        .zip(&splits)
+        .map(|((trace, linked), split)| StagedTrace {
+            trace,
+            linked,
+            split,
+        })
+        .collect();
+    let options = KernelTableOptions {
+        min_share_pct: request.min_share_pct,
+        limit: request.kernel_table_limit,
+    };
+    let stages = kernel_tables(&staged, &locator, &families, &options);
+
+    let mut notes = traces_set.notes.clone();
+    notes.extend(read_notes(&traces));
+    notes.extend(plugin_notes(&plugin_set));
+
+    Ok(Report {
+        schema_version: SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        mode: "single-trace".to_string(),
+        framework: FrameworkInfo {
+            name: engine.manifest.name.clone(),
+            display_name: engine.manifest.display_name.clone(),
+            plugin_version: engine.manifest.plugin_version.clone(),
+            decided_by: selection.decided_by.clone(),
+        },
+        inputs: traces_set
+            .files
+            .iter()
+            .zip(&traces)
+            .map(|(file, trace)| InputInfo {
+                path: file.path.display().to_string(),
+                rank: file.rank,
+                path_stage: file.path_stage.label().to_string(),
+                events: trace.event_count,
+                gpu_events: trace.gpu_ops.len() as u64,
+            })
+            .collect(),
+        model: server_args.and_then(model_name),
+        server_args: server_args.cloned().unwrap_or_default(),
+        stages,
+        notes,
+    })
+}
+
+/// Loads every plugin on the search path; with none usable there is nothing to do.
+pub fn load_plugins(cli_dirs: &[PathBuf]) -> Result<PluginSet> {
+    let dirs = plugins::search_dirs(cli_dirs);
+    let set = plugins::load_all(&dirs);
+    if set.engines.is_empty() {
+        let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        return Err(TriageError::plugin(
+            "(none)",
+            format!(
+                "no engine plugins could be loaded from {}; run `llm-triage plugins doctor`",
+                searched.join(", ")
+            ),
+        ));
+    }
+    Ok(set)
+}
+
+/// Reads every file of the set, in parallel, with one progress bar over all bytes.
+fn read_all(set: &TraceSet, progress: bool) -> Result<Vec<Trace>> {
+    let total: u64 = set
+        .files
+        .iter()
+        .filter_map(|f| std::fs::metadata(&f.path).ok())
+        .map(|m| m.len())
+        .sum();
+    let bar = if progress && total >= PROGRESS_MIN_BYTES {
+        let bar = ProgressBar::new(total);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "reading {bytes}/{total_bytes} [{wide_bar}] {bytes_per_sec}, eta {eta}",
+            )
+            .expect("static progress template is valid"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let done = AtomicU64::new(0);
+    let results: Vec<Result<Trace>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = set
+            .files
+            .iter()
+            .map(|file| {
+                let (bar, done) = (&bar, &done);
+                scope.spawn(move || {
+                    let mut seen = 0u64;
+                    read_trace(&file.path, &mut |consumed| {
+                        let delta = consumed.saturating_sub(seen);
+                        seen = consumed;
+                        done.fetch_add(delta, Ordering::Relaxed);
+                        bar.inc(delta);
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(&set.files)
+            .map(|(h, file)| {
+                h.join().unwrap_or_else(|_| {
+                    Err(TriageError::input(&file.path, "reader thread panicked"))
+                })
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    results.into_iter().collect()
+}
+
+/// The stage split of one trace: its path names the stage, or the plugin's markers do.
+fn stage_trace(engine: &Engine, trace: &Trace, path_stage: Stage, linked: &Linked) -> Result<StageSplit> {
+    let path_stage = match path_stage {
+        Stage::All => match engine.stage_of(MarkerKind::FilePath, &trace.path.to_string_lossy())? {
+            StageHint::Extend => Stage::Extend,
+            StageHint::Decode => Stage::Decode,
+            StageHint::Unknown | StageHint::Mixed => Stage::All,
+        },
+        known => known,
+    };
+    let mut failure = None;
+    let mut annotation_stage = |name: &str| match engine.stage_of(MarkerKind::Annotation, name) {
+        Ok(hint) => hint,
+        Err(e) => {
+            failure.get_or_insert(e);
+            StageHint::Unknown
+        }
+    };
+    let result = split(trace, linked, path_stage, &mut annotation_stage);
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(result),
+    }
+}
+
+/// Events the reader skipped, said out loud.
+fn read_notes(traces: &[Trace]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for trace in traces {
+        let s = &trace.skipped;
+        if s.total() == 0 {
+            continue;
+        }
+        notes.push(format!(
+            "{}: skipped {} events ({} malformed, {} with a missing, negative or NaN time, {} GPU events of zero duration)",
+            file_name(&trace.path),
+            s.total(),
+            s.malformed,
+            s.bad_time,
+            s.zero_duration
+        ));
+    }
+    notes
+}
+
+fn plugin_notes(set: &PluginSet) -> Vec<String> {
+    set.rejected
+        .iter()
+        .map(|r| format!("plugin {} not loaded: {}", r.path.display(), r.reason))
+        .collect()
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// `model_path`, else `model`, from server args.
+fn model_name(args: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    ["model_path", "model"]
+        .iter()
+        .filter_map(|k| args.get(*k))
+        .find_map(|v| v.as_str().map(str::to_string))
+}

@@ -1,0 +1,131 @@
+//! Shared helpers for the end-to-end tests: the real binary, built once, and the real
+//! plugins beside it; the shared traces; independent recounts of trace events.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// `target/<profile>/`, after building the binary and the four engine plugins once.
+/// `cargo test` does not build cdylibs or other packages' binaries, so we ask cargo
+/// (nested cargo is fine: the test run no longer holds the build lock).
+pub fn target_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "-p",
+                "llm-triage",
+                "-p",
+                "llm-triage-plugin-sglang",
+                "-p",
+                "llm-triage-plugin-vllm",
+                "-p",
+                "llm-triage-plugin-trtllm",
+                "-p",
+                "llm-triage-plugin-tokenspeed",
+            ])
+            .current_dir(workspace_root())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the binary and plugins failed");
+        // The test executable lives in target/<profile>/deps/.
+        let exe = std::env::current_exe().expect("test executable path");
+        exe.parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>")
+            .to_path_buf()
+    })
+}
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The shared traces directory (`../shared/traces` beside the checkout).
+pub fn shared_trace(name: &str) -> PathBuf {
+    let p = workspace_root().join("../shared/traces").join(name);
+    assert!(p.exists(), "shared trace missing: {}", p.display());
+    p
+}
+
+/// A command running the real `llm-triage` binary with only the built plugins visible
+/// (no user plugin dir, no environment leaking in).
+pub fn llm_triage() -> assert_cmd::Command {
+    let bin = target_dir().join("llm-triage");
+    let mut cmd = assert_cmd::Command::new(bin);
+    let empty_home = std::env::temp_dir().join("llm-triage-tests-empty-xdg");
+    cmd.env_remove("LLM_TRIAGE_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", &empty_home)
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// Runs a triage with `--format json` and returns the parsed report.
+pub fn triage_json(args: &[&str]) -> Value {
+    let out = llm_triage()
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "llm-triage {:?} failed ({:?}): {}",
+        args,
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// The raw events of a trace, parsed here independently of the tool.
+pub fn raw_events(path: &Path) -> Vec<Value> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).unwrap().read_to_end(&mut bytes).unwrap();
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[..]).read_to_end(&mut out).unwrap();
+        bytes = out;
+    }
+    match serde_json::from_slice::<Value>(&bytes).unwrap() {
+        Value::Object(mut o) => match o.remove("traceEvents") {
+            Some(Value::Array(a)) => a,
+            _ => panic!("no traceEvents"),
+        },
+        Value::Array(a) => a,
+        _ => panic!("not a trace"),
+    }
+}
+
+/// Integer nanoseconds from a Kineto microsecond value, via its decimal text.
+pub fn us_to_ns(v: &Value) -> i64 {
+    let text = match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        _ => panic!("not a number: {v}"),
+    };
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let mut frac = frac.to_string();
+    frac.truncate(3);
+    while frac.len() < 3 {
+        frac.push('0');
+    }
+    int.parse::<i64>().unwrap() * 1000 + frac.parse::<i64>().unwrap()
+}
+
+/// GPU events (kernel, memcpy, memset) with a positive duration.
+pub fn gpu_events(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .filter(|e| {
+            let cat = e["cat"].as_str().unwrap_or("").to_lowercase();
+            matches!(cat.as_str(), "kernel" | "gpu_memcpy" | "gpu_memset" | "memcpy" | "memset")
+        })
+        .filter(|e| us_to_ns(&e["dur"]) > 0)
+        .collect()
+}
