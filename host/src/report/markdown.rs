@@ -1,1 +1,327 @@
-//! (being written)
+//! The default format: the predecessor's markdown report (spec §11), with its exact
+//! table headers, plus the header lines and notes it lacked.
+
+use super::view::{view, Align, Block, Table, View};
+use super::{Renderer, Report, DEFAULT_MIN_SHARE_PCT};
+
+pub struct Markdown {
+    /// The kernel-table share bar, named in the empty-table row.
+    pub min_share_pct: f64,
+}
+
+impl Default for Markdown {
+    fn default() -> Self {
+        Markdown {
+            min_share_pct: DEFAULT_MIN_SHARE_PCT,
+        }
+    }
+}
+
+impl Renderer for Markdown {
+    fn render(&self, report: &Report) -> String {
+        finish(&document(&view(report, self.min_share_pct)))
+    }
+}
+
+fn document(view: &View) -> Vec<String> {
+    let mut lines = vec![view.title.to_string()];
+    lines.extend(view.header.iter().map(|l| one_line(l)));
+    for block in &view.blocks {
+        lines.push(String::new());
+        lines.extend(block_lines(block));
+    }
+    if !view.similarity.is_empty() {
+        lines.push(String::new());
+        lines.push("Similarity Notes (heuristic, not part of the tables)".to_string());
+        lines.extend(view.similarity.iter().map(|n| format!("- {}", one_line(n))));
+    }
+    if !view.notes.is_empty() {
+        lines.push(String::new());
+        lines.push("Notes".to_string());
+        lines.extend(view.notes.iter().map(|n| format!("- {}", one_line(n))));
+    }
+    lines
+}
+
+fn block_lines(block: &Block) -> Vec<String> {
+    let mut lines = vec![block.title.to_string()];
+    if block.sections.is_empty() {
+        lines.extend(table_lines(&block.placeholder));
+        return lines;
+    }
+    let headings = block.needs_headings();
+    for (i, section) in block.sections.iter().enumerate() {
+        if i > 0 {
+            lines.push(String::new());
+        }
+        if headings {
+            lines.push(format!("##### {}", section.label));
+        }
+        lines.extend(table_lines(&section.table));
+        let trailer: Vec<String> = section
+            .summary
+            .iter()
+            .map(|s| one_line(s))
+            .chain(section.notes.iter().map(|n| format!("- {}", one_line(n))))
+            .collect();
+        if !trailer.is_empty() {
+            // A blank line ends the table; without it the summary would become a row.
+            lines.push(String::new());
+            lines.extend(trailer);
+        }
+    }
+    lines
+}
+
+fn table_lines(table: &Table) -> Vec<String> {
+    let mut lines = vec![
+        pipe_row(table.header.iter().map(|h| h.to_string())),
+        pipe_row(table.align.iter().map(|a| match a {
+            Align::Left => "---".to_string(),
+            Align::Right => "---:".to_string(),
+        })),
+    ];
+    lines.extend(table.rows.iter().map(|row| {
+        pipe_row(row.cells.iter().map(|cell| {
+            cell.iter()
+                .map(|line| escape_cell(line))
+                .collect::<Vec<_>>()
+                .join("<br>")
+        }))
+    }));
+    lines
+}
+
+fn pipe_row(cells: impl Iterator<Item = String>) -> String {
+    format!("| {} |", cells.collect::<Vec<_>>().join(" | "))
+}
+
+/// A cell cannot hold a raw `|` (it would end the cell) nor a newline (it would end the
+/// row).
+pub fn escape_cell(text: &str) -> String {
+    text.replace('|', "\\|")
+        .replace("\r\n", "<br>")
+        .replace(['\n', '\r'], "<br>")
+}
+
+/// Free text (header values, summaries, notes) kept on one line.
+fn one_line(text: &str) -> String {
+    text.split(['\n', '\r'])
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Trailing whitespace off every line and the end, then exactly one newline.
+pub(crate) fn finish(lines: &[String]) -> String {
+    let body: Vec<&str> = lines.iter().map(|l| l.trim_end()).collect();
+    let mut text = body.join("\n").trim_end().to_string();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sample::{self, row, site, stage};
+
+    fn render(report: &Report) -> String {
+        Markdown::default().render(report)
+    }
+
+    fn lines(text: &str) -> Vec<&str> {
+        text.lines().collect()
+    }
+
+    const KERNEL_HEAD: &str =
+        "| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |";
+    const KERNEL_RULE: &str = "| --- | --- | ---: | ---: | ---: | --- | --- |";
+
+    #[test]
+    fn whole_small_report_is_exact() {
+        let expected = "\
+Triage View
+Mode: single-trace
+Framework: SGLang
+Decided by: python frames under sglang/srt/ (412); annotation step[EXTEND bs=4 toks=512]
+Input traces: /p/1761000000.5-TP-0-EXTEND.trace.json.gz, /p/1761000000.5-TP-0-DECODE.trace.json.gz
+Model: Qwen/Qwen3-8B
+Server args: tp_size=2, attention_backend=fa3, disable_cuda_graph=false
+
+Kernel Table
+##### extend/prefill
+| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |
+| --- | --- | ---: | ---: | ---: | --- | --- |
+| nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT | gemm | 27.45 ms | 38.9% | 216 | python/sglang/srt/layers/linear.py:1360 forward (site share 58%)<br>python/sglang/srt/layers/linear.py:448 forward (site share 42%) | aten::mm |
+| void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> | norm | 3.74 ms | 5.3% | 144 | python/sglang/srt/layers/layernorm.py:76 forward_cuda | sgl_kernel::fused_add_rmsnorm |
+
+gemm takes 38.9% of GPU time (1 kernel).
+
+##### decode
+| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |
+| --- | --- | ---: | ---: | ---: | --- | --- |
+| Memcpy DtoD (Device -> Device) | memory | 1.62 ms | 12.5% | 180 | unresolved | - |
+
+memory takes 12.5% of GPU time (1 kernel).
+- 180 kernels replayed from 1 CUDA graph.
+
+Overlap Opportunity Table
+| Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |
+| --- | --- | --- | --- | --- | --- | --- |
+| - | - | not computed yet (overlap analysis lands in a later release) | - | - | - | - |
+
+Fuse Opportunity Table
+| Pattern | Confidence | Related GPU time | Share | Evidence kernels | Current kernel Python location | Candidate fused Python path | Rationale |
+| --- | --- | ---: | ---: | --- | --- | --- | --- |
+| not computed yet (fuse analysis lands in a later release) | - | - | - | - | - | - | - |
+
+Notes
+- 1 other rank ignored: /p/1761000000.5-TP-1-EXTEND.trace.json.gz
+";
+        assert_eq!(render(&sample::qwen3()), expected);
+    }
+
+    #[test]
+    fn single_all_section_has_no_sub_heading() {
+        let mut k = row(
+            "void act_and_mul_kernel<__nv_bfloat16>",
+            "activation",
+            500.0,
+            2000.0,
+            10,
+        );
+        k.python_locations = vec![site(
+            "vllm/model_executor/layers/activation.py:110 forward_cuda",
+            100.0,
+        )];
+        let text = render(&sample::report(vec![stage("all", 2000.0, vec![k])]));
+        let lines = lines(&text);
+        let at = lines.iter().position(|l| *l == "Kernel Table").unwrap();
+        assert_eq!(lines[at + 1], KERNEL_HEAD);
+        assert_eq!(lines[at + 2], KERNEL_RULE);
+        assert_eq!(
+            lines[at + 3],
+            "| void act_and_mul_kernel<__nv_bfloat16> | activation | 0.50 ms | 25.0% | 10 | vllm/model_executor/layers/activation.py:110 forward_cuda | - |"
+        );
+        assert!(!text.contains("#####"), "{text}");
+    }
+
+    #[test]
+    fn a_lone_decode_section_keeps_its_heading() {
+        let k = row("Memset (Device)", "memory", 10.0, 100.0, 1);
+        let text = render(&sample::report(vec![stage("decode", 100.0, vec![k])]));
+        assert!(
+            text.contains("Kernel Table\n##### decode\n| Kernel |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_stage_with_no_rows_has_no_section_but_keeps_its_notes() {
+        let k = row("Memset (Device)", "memory", 10.0, 100.0, 1);
+        let mut empty = stage("extend/prefill", 0.5, vec![]);
+        empty.notes = vec!["every row is below the bar".to_string()];
+        let text = render(&sample::report(vec![
+            empty,
+            stage("decode", 100.0, vec![k]),
+        ]));
+        assert!(!text.contains("##### extend/prefill"), "{text}");
+        assert!(
+            text.ends_with("Notes\n- extend/prefill: every row is below the bar\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn placeholder_names_the_share_bar_in_use() {
+        let report = sample::report(vec![stage("all", 0.0, vec![])]);
+        let text = render(&report);
+        assert!(text.contains(
+            "Kernel Table\n| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |\n| --- | --- | ---: | ---: | ---: | --- | --- |\n| No kernel rows at or above 1.0% share. | - | - | - | - | - | - |\n"
+        ), "{text}");
+        let text = Markdown {
+            min_share_pct: 0.25,
+        }
+        .render(&report);
+        assert!(
+            text.contains("| No kernel rows at or above 0.25% share. | - | - | - | - | - | - |"),
+            "{text}"
+        );
+        let text = Markdown { min_share_pct: 2.0 }.render(&report);
+        assert!(
+            text.contains("| No kernel rows at or above 2.0% share. |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn cells_escape_pipes_and_newlines() {
+        assert_eq!(escape_cell("a|b\nc\r\nd"), "a\\|b<br>c<br>d");
+        let mut k = row(
+            "triton_poi_fused_add|mul_0",
+            "elementwise",
+            300.0,
+            1000.0,
+            3,
+        );
+        k.python_locations = vec![
+            site("python/sglang/srt/models/qwen3.py:90 forward\nsecond", 75.0),
+            site("python/sglang/srt/models/qwen3.py:95 forward", 20.0),
+            site("python/sglang/srt/models/qwen3.py:99 forward", 5.0),
+        ];
+        k.cpu_ops = vec![
+            "aten::add|x".to_string(),
+            "aten::mul".to_string(),
+            "aten::cat".to_string(),
+        ];
+        let text = render(&sample::report(vec![stage("all", 1000.0, vec![k])]));
+        assert!(text.contains(
+            "| triton_poi_fused_add\\|mul_0 | elementwise | 0.30 ms | 30.0% | 3 | python/sglang/srt/models/qwen3.py:90 forward<br>second (site share 75%)<br>python/sglang/srt/models/qwen3.py:95 forward (site share 20%) | aten::add\\|x<br>aten::mul |"
+        ), "{text}");
+    }
+
+    #[test]
+    fn numbers_round_like_the_predecessor() {
+        // Python: '%.2f' % 0.125 == '0.12', '%.1f' % 0.25 == '0.2', '%.0f' % 2.5 == '2'.
+        let mut k = row("k", "other", 125.0, 1000.0, 1);
+        k.share_pct = 0.25;
+        k.python_locations = vec![site("a.py:1 f", 97.5), site("b.py:2 g", 2.5)];
+        let text = render(&sample::report(vec![stage("all", 1000.0, vec![k])]));
+        assert!(text.contains("| k | other | 0.12 ms | 0.2% | 1 | a.py:1 f (site share 98%)<br>b.py:2 g (site share 2%) | - |"), "{text}");
+    }
+
+    #[test]
+    fn computed_overlap_and_fuse_rows_replace_the_not_computed_row() {
+        let k = row("k", "other", 100.0, 1000.0, 1);
+        let mut decode = stage("decode", 1000.0, vec![k]);
+        decode.fusions = vec![serde_json::json!({
+            "pattern": "Fused residual add + RMSNorm",
+            "confidence": "Confirmed",
+            "related_gpu_time_us": 1480.0,
+            "share_pct": 7.4,
+            "evidence_kernels": ["void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> (7.4%)"],
+            "current_locations": ["forward_cuda @ python/sglang/srt/layers/layernorm.py:76"],
+            "candidate_paths": ["python/sglang/srt/layers/layernorm.py", "x|y.py"],
+            "rationale": "present",
+        })];
+        let text = render(&sample::report(vec![decode]));
+        assert!(
+            text.contains("Fuse Opportunity Table\n##### decode\n| Pattern |"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "| Fused residual add + RMSNorm | Confirmed | 1.48 ms | 7.4% | void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> (7.4%) | forward_cuda @ python/sglang/srt/layers/layernorm.py:76 | python/sglang/srt/layers/layernorm.py<br>x\\|y.py | present |"
+        ), "{text}");
+        assert!(!text.contains("fuse analysis lands"), "{text}");
+        assert!(text.contains("overlap analysis lands"), "{text}");
+    }
+
+    #[test]
+    fn no_line_ends_in_whitespace_and_the_text_ends_in_one_newline() {
+        let mut report = sample::qwen3();
+        report.notes.push("trailing   ".to_string());
+        let text = render(&report);
+        assert!(text.lines().all(|l| l == l.trim_end()), "{text}");
+        assert!(text.ends_with("- trailing\n"), "{text}");
+    }
+}

@@ -1,1 +1,257 @@
-//! (being written)
+//! `--format text`: the same facts as the markdown report, as aligned plain-text
+//! tables for a terminal. Colour (ANSI) only when the caller asks for it.
+
+use super::markdown::finish;
+use super::view::{view, Align, Block, Table, View};
+use super::{Renderer, Report, DEFAULT_MIN_SHARE_PCT};
+
+pub struct Text {
+    pub color: bool,
+    /// The kernel-table share bar, named in the empty-table row.
+    pub min_share_pct: f64,
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text {
+            color: false,
+            min_share_pct: DEFAULT_MIN_SHARE_PCT,
+        }
+    }
+}
+
+impl Renderer for Text {
+    fn render(&self, report: &Report) -> String {
+        let paint = Paint { on: self.color };
+        finish(&document(&view(report, self.min_share_pct), paint))
+    }
+}
+
+/// Columns are separated by this much space.
+const GAP: &str = "  ";
+
+/// Shares at or above these get a warning colour: where the time goes.
+const HOT_SHARE_PCT: f64 = 20.0;
+const WARM_SHARE_PCT: f64 = 5.0;
+
+#[derive(Copy, Clone)]
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn heading(self, text: &str) -> String {
+        self.wrap("1", text)
+    }
+
+    fn share(self, text: &str, pct: Option<f64>) -> String {
+        match pct {
+            Some(p) if p >= HOT_SHARE_PCT => self.wrap("1;31", text),
+            Some(p) if p >= WARM_SHARE_PCT => self.wrap("33", text),
+            _ => text.to_string(),
+        }
+    }
+}
+
+fn document(view: &View, paint: Paint) -> Vec<String> {
+    let mut lines = vec![paint.heading(view.title)];
+    lines.extend(view.header.iter().cloned());
+    for block in &view.blocks {
+        lines.push(String::new());
+        lines.extend(block_lines(block, paint));
+    }
+    if !view.similarity.is_empty() {
+        lines.push(String::new());
+        lines.push(paint.heading("Similarity Notes (heuristic, not part of the tables)"));
+        lines.extend(view.similarity.iter().map(|n| format!("- {n}")));
+    }
+    if !view.notes.is_empty() {
+        lines.push(String::new());
+        lines.push(paint.heading("Notes"));
+        lines.extend(view.notes.iter().map(|n| format!("- {n}")));
+    }
+    lines
+}
+
+fn block_lines(block: &Block, paint: Paint) -> Vec<String> {
+    let mut lines = vec![paint.heading(block.title)];
+    if block.sections.is_empty() {
+        lines.extend(table_lines(&block.placeholder, paint));
+        return lines;
+    }
+    let headings = block.needs_headings();
+    for (i, section) in block.sections.iter().enumerate() {
+        if i > 0 {
+            lines.push(String::new());
+        }
+        if headings {
+            lines.push(paint.heading(&format!("[{}]", section.label)));
+        }
+        lines.extend(table_lines(&section.table, paint));
+        if section.summary.is_some() || !section.notes.is_empty() {
+            lines.push(String::new());
+        }
+        lines.extend(section.summary.iter().cloned());
+        lines.extend(section.notes.iter().map(|n| format!("- {n}")));
+    }
+    lines
+}
+
+/// Header, a dashed rule, then the rows; a cell of several lines makes its row that
+/// many lines tall. Widths count characters, so padding is computed before colouring.
+fn table_lines(table: &Table, paint: Paint) -> Vec<String> {
+    let rows: Vec<Vec<Vec<String>>> = table
+        .rows
+        .iter()
+        .map(|row| row.cells.iter().map(|cell| cell_lines(cell)).collect())
+        .collect();
+    let widths: Vec<usize> = (0..table.header.len())
+        .map(|c| {
+            rows.iter()
+                .flat_map(|row| row[c].iter())
+                .map(|line| width(line))
+                .chain([width(table.header[c])])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+
+    let pad = |text: &str, c: usize| {
+        let fill = " ".repeat(widths[c] - width(text));
+        match table.align[c] {
+            Align::Left => format!("{text}{fill}"),
+            Align::Right => format!("{fill}{text}"),
+        }
+    };
+    let mut lines = vec![
+        (0..widths.len())
+            .map(|c| pad(table.header[c], c))
+            .collect::<Vec<_>>()
+            .join(GAP),
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join(GAP),
+    ];
+    for (row, cells) in table.rows.iter().zip(&rows) {
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+        for i in 0..height {
+            let line = (0..widths.len())
+                .map(|c| {
+                    let text = cells[c].get(i).map(String::as_str).unwrap_or("");
+                    let padded = pad(text, c);
+                    if Some(c) == table.share_column {
+                        paint.share(&padded, row.share_pct)
+                    } else {
+                        padded
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(GAP);
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// A cell's lines, with any embedded newline splitting a line further.
+fn cell_lines(cell: &[String]) -> Vec<String> {
+    let lines: Vec<String> = cell
+        .iter()
+        .flat_map(|l| l.lines().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    if lines.is_empty() {
+        vec![String::new()]
+    } else {
+        lines
+    }
+}
+
+fn width(text: &str) -> usize {
+    text.chars().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sample::{self, row, site, stage};
+
+    fn two_rows() -> Report {
+        let mut gemm = row("nvjet_a", "gemm", 750.0, 1000.0, 12);
+        gemm.python_locations = vec![site("a.py:1 f", 60.0), site("b.py:2 g", 40.0)];
+        gemm.cpu_ops = vec!["aten::mm".to_string()];
+        let memset = row("Memset (Device)", "memory", 250.0, 1000.0, 3);
+        sample::report(vec![stage("all", 1000.0, vec![gemm, memset])])
+    }
+
+    #[test]
+    fn columns_are_padded_to_their_widest_cell() {
+        // Widths 15, 8, 8, 5, 8, 28, 8, worked out in a scratch python script.
+        let text = Text::default().render(&two_rows());
+        let expected = "\
+Kernel Table
+Kernel           Category  GPU time  Share  Launches  Python location (site share)  CPU op
+---------------  --------  --------  -----  --------  ----------------------------  --------
+nvjet_a          gemm       0.75 ms  75.0%        12  a.py:1 f (site share 60%)     aten::mm
+                                                      b.py:2 g (site share 40%)
+Memset (Device)  memory     0.25 ms  25.0%         3  unresolved                    -
+";
+        assert!(text.contains(expected), "{text}");
+    }
+
+    #[test]
+    fn no_colour_unless_asked() {
+        let plain = Text::default().render(&sample::qwen3());
+        assert!(!plain.contains('\x1b'), "{plain}");
+        let coloured = Text {
+            color: true,
+            ..Text::default()
+        }
+        .render(&sample::qwen3());
+        assert!(
+            coloured.starts_with("\x1b[1mTriage View\x1b[0m\n"),
+            "{coloured}"
+        );
+        // 38.9% is hot (red), 5.3% warm (yellow), 12.5% of decode warm too; the padded
+        // cell is coloured whole, so columns stay aligned.
+        assert!(coloured.contains("\x1b[1;31m38.9%\x1b[0m"), "{coloured}");
+        assert!(coloured.contains("\x1b[33m 5.3%\x1b[0m"), "{coloured}");
+        assert!(coloured.contains("\x1b[33m12.5%\x1b[0m"), "{coloured}");
+        // Without the escape codes it is the plain text, byte for byte.
+        let stripped = regex::Regex::new("\x1b\\[[0-9;]*m")
+            .unwrap()
+            .replace_all(&coloured, "");
+        assert_eq!(stripped, plain);
+    }
+
+    #[test]
+    fn stage_sections_and_placeholders_carry_the_same_facts_as_markdown() {
+        let text = Text::default().render(&sample::qwen3());
+        assert!(
+            text.contains("Kernel Table\n[extend/prefill]\nKernel "),
+            "{text}"
+        );
+        assert!(text.contains("\n[decode]\n"), "{text}");
+        assert!(
+            text.contains("gemm takes 38.9% of GPU time (1 kernel)."),
+            "{text}"
+        );
+        assert!(
+            text.contains("- 180 kernels replayed from 1 CUDA graph."),
+            "{text}"
+        );
+        assert!(text.contains("not computed yet (overlap analysis lands in a later release)"));
+        assert!(text
+            .contains("Server args: tp_size=2, attention_backend=fa3, disable_cuda_graph=false"));
+        assert!(text.lines().all(|l| l == l.trim_end()), "{text}");
+    }
+}
