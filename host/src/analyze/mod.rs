@@ -1,1 +1,4 @@
 //! The analyses: kernel table (and later overlap, fuse, similarity).
+
+#[cfg(test)]
+pub(crate) mod test_trace;

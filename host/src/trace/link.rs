@@ -1,1 +1,485 @@
-//! (being written)
+//! Linking every GPU op to where it was launched.
+//!
+//! ```text
+//! GPU op --correlation--> runtime call (cudaLaunchKernel, hipGraphLaunch, ...)
+//!                            |--External id / containment--> cpu_op on the launching thread
+//!                            '--time containment at the launch--> Python frames on that thread
+//! ```
+//!
+//! A GPU op without a runtime call (legacy traces) falls back to the cpu_op of its own
+//! External id. Kernels replayed from a CUDA/HIP graph all carry the correlation of the
+//! one graph launch, so they resolve to the graph launch's site.
+//!
+//! Frame and op nesting come from time containment on one thread, found by one sweep
+//! per thread over intervals sorted by start (O(n log n)), never by scanning.
+
+use std::collections::HashMap;
+
+use crate::trace::event::{Ns, Sym, Trace};
+
+/// Index into [`Linked::stacks`].
+pub type StackId = u32;
+
+/// Timestamps come from microsecond floats; allow one nanosecond of rounding.
+const TOLERANCE_NS: Ns = 1;
+
+/// Runtime calls that replay a captured graph.
+const GRAPH_LAUNCHES: &[&str] = &["cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"];
+
+/// Where one GPU op came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchSite {
+    /// Index into `trace.runtime` of the launching call.
+    pub runtime: Option<u32>,
+    /// Name of the CPU op that launched it; for graph replays, the graph launch's name.
+    pub cpu_op: Option<Sym>,
+    /// Python frames active at the launch.
+    pub stack: Option<StackId>,
+    /// Replayed from a CUDA/HIP graph.
+    pub graph_replay: bool,
+    /// CPU time of the launch (the runtime call's start, or the legacy cpu_op's).
+    pub launch_ts: Option<Ns>,
+}
+
+/// What linking achieved, for the report's notes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkCounts {
+    /// GPU ops with a launch site (a runtime call, or a cpu_op in legacy traces).
+    pub linked: u64,
+    /// GPU ops whose correlation matched no runtime call.
+    pub no_launch: u64,
+    /// GPU ops with no Python frame active at their launch.
+    pub no_stack: u64,
+    /// GPU ops replayed from a graph.
+    pub graph_replays: u64,
+}
+
+/// The launch site of every GPU op of one trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Linked {
+    /// Parallel to `trace.gpu_ops`.
+    pub sites: Vec<LaunchSite>,
+    /// [`StackId`] -> Python frame names, outer..inner. Identical stacks are stored once.
+    pub stacks: Vec<Vec<Sym>>,
+    pub counts: LinkCounts,
+}
+
+impl Linked {
+    pub fn stack(&self, id: StackId) -> &[Sym] {
+        &self.stacks[id as usize]
+    }
+}
+
+/// Whether a runtime call replays a graph (`cudaGraphLaunch`, `cudaGraphLaunch_v10000`,
+/// `hipGraphLaunch`, `cuGraphLaunch`).
+pub fn is_graph_launch(name: &str) -> bool {
+    GRAPH_LAUNCHES.iter().any(|g| name.starts_with(g))
+}
+
+/// Links every GPU op of `trace` to its runtime call, cpu_op and Python stack.
+pub fn link(trace: &Trace) -> Linked {
+    let runtime_of = runtime_calls_of_ops(trace);
+    let ops_by_external = index_cpu_ops_by_external_id(trace);
+
+    // Where and when each op was launched: (thread, CPU time), if known.
+    let mut sites = Vec::with_capacity(trace.gpu_ops.len());
+    let mut launch_points: Vec<Option<(Thread, Ns)>> = Vec::with_capacity(trace.gpu_ops.len());
+    // The cpu_op chosen by External id, before the containment check.
+    let mut external_ops: Vec<Option<u32>> = Vec::with_capacity(trace.gpu_ops.len());
+    for (op, runtime) in trace.gpu_ops.iter().zip(&runtime_of) {
+        let mut site = LaunchSite::default();
+        let mut point = None;
+        let mut external_op = None;
+        if let Some(r) = *runtime {
+            let call = &trace.runtime[r as usize];
+            site.runtime = Some(r);
+            site.launch_ts = Some(call.ts);
+            site.graph_replay = is_graph_launch(trace.name(call.name));
+            if site.graph_replay {
+                site.cpu_op = Some(call.name);
+            }
+            point = Some(((call.pid, call.tid), call.ts));
+            let external = call.external_id.or(op.external_id);
+            external_op = external.and_then(|id| {
+                pick_cpu_op(
+                    trace,
+                    ops_by_external.get(&id)?,
+                    (call.pid, call.tid),
+                    call.ts,
+                )
+            });
+        } else if let Some(id) = op.external_id {
+            // Legacy traces: no runtime events, the op's External id names its cpu_op.
+            if let Some(c) = ops_by_external.get(&id).and_then(|cands| {
+                nearest_start_at_or_before(cands, |&c| trace.cpu_ops[c as usize].ts, op.ts)
+            }) {
+                let cpu = &trace.cpu_ops[c as usize];
+                site.cpu_op = Some(cpu.name);
+                site.launch_ts = Some(cpu.ts);
+                // Probe inside the op, past its own start, where its frames are open.
+                point = Some(((cpu.pid, cpu.tid), cpu.ts + (cpu.dur / 2).min(1000)));
+                external_op = Some(c);
+            }
+        }
+        sites.push(site);
+        launch_points.push(point);
+        external_ops.push(external_op);
+    }
+
+    // cpu_op: the External-id op when it contains the launch on the launching thread,
+    // else the innermost op there that does, else the External-id op anyway.
+    let innermost_ops = innermost_cpu_ops(trace, &launch_points);
+    for (i, site) in sites.iter_mut().enumerate() {
+        if site.cpu_op.is_some() {
+            continue;
+        }
+        let contains = |c: u32| {
+            let cpu = &trace.cpu_ops[c as usize];
+            launch_points[i].is_some_and(|((pid, tid), t)| {
+                cpu.pid == pid && cpu.tid == tid && contains_time(cpu.ts, cpu.ts + cpu.dur, t)
+            })
+        };
+        let chosen = match external_ops[i] {
+            Some(c) if contains(c) => Some(c),
+            other => innermost_ops[i].or(other),
+        };
+        site.cpu_op = chosen.map(|c| trace.cpu_ops[c as usize].name);
+    }
+
+    let (stack_of, stacks) = python_stacks(trace, &launch_points);
+    let mut counts = LinkCounts::default();
+    for ((site, stack), &runtime) in sites.iter_mut().zip(stack_of).zip(&runtime_of) {
+        site.stack = stack;
+        counts.linked += u64::from(site.runtime.is_some() || site.cpu_op.is_some());
+        counts.no_launch += u64::from(runtime.is_none());
+        counts.no_stack += u64::from(stack.is_none());
+        counts.graph_replays += u64::from(site.graph_replay);
+    }
+    Linked {
+        sites,
+        stacks,
+        counts,
+    }
+}
+
+/// (pid, tid) of a CPU thread.
+type Thread = (Sym, Sym);
+
+fn contains_time(start: Ns, end: Ns, t: Ns) -> bool {
+    start <= t + TOLERANCE_NS && t <= end + TOLERANCE_NS
+}
+
+/// The runtime call of each GPU op, by correlation. When a correlation repeats, the
+/// call that started last at or before the op wins (else the earliest one).
+fn runtime_calls_of_ops(trace: &Trace) -> Vec<Option<u32>> {
+    let mut by_correlation: HashMap<u64, Vec<u32>> = HashMap::new();
+    for (i, call) in trace.runtime.iter().enumerate() {
+        by_correlation
+            .entry(call.correlation)
+            .or_default()
+            .push(i as u32);
+    }
+    for calls in by_correlation.values_mut() {
+        calls.sort_by_key(|&c| trace.runtime[c as usize].ts);
+    }
+    trace
+        .gpu_ops
+        .iter()
+        .map(|op| {
+            let calls = by_correlation.get(&op.correlation?)?;
+            nearest_start_at_or_before(calls, |&c| trace.runtime[c as usize].ts, op.ts)
+        })
+        .collect()
+}
+
+/// Among `sorted` (by start), the last that starts at or before `t`, else the first.
+fn nearest_start_at_or_before(sorted: &[u32], start: impl Fn(&u32) -> Ns, t: Ns) -> Option<u32> {
+    let after = sorted.partition_point(|c| start(c) <= t + TOLERANCE_NS);
+    match after {
+        0 => sorted.first().copied(),
+        n => Some(sorted[n - 1]),
+    }
+}
+
+fn index_cpu_ops_by_external_id(trace: &Trace) -> HashMap<u64, Vec<u32>> {
+    let mut by_external: HashMap<u64, Vec<u32>> = HashMap::new();
+    for (i, op) in trace.cpu_ops.iter().enumerate() {
+        if let Some(id) = op.external_id {
+            by_external.entry(id).or_default().push(i as u32);
+        }
+    }
+    for ops in by_external.values_mut() {
+        ops.sort_by_key(|&c| trace.cpu_ops[c as usize].ts);
+    }
+    by_external
+}
+
+/// The candidate on the launching thread that contains the launch, else the one that
+/// started last before it, else the first.
+fn pick_cpu_op(trace: &Trace, candidates: &[u32], thread: Thread, t: Ns) -> Option<u32> {
+    let on_thread_containing = candidates.iter().rev().copied().find(|&c| {
+        let op = &trace.cpu_ops[c as usize];
+        (op.pid, op.tid) == thread && contains_time(op.ts, op.ts + op.dur, t)
+    });
+    on_thread_containing
+        .or_else(|| nearest_start_at_or_before(candidates, |&c| trace.cpu_ops[c as usize].ts, t))
+}
+
+/// A time interval on one thread; `item` indexes the event it came from.
+#[derive(Copy, Clone, Debug)]
+struct Interval {
+    start: Ns,
+    end: Ns,
+    item: u32,
+}
+
+/// For each query `(thread, t)`, calls `visit(query index, active)` with the intervals
+/// of that thread that contain `t`, outer..inner.
+///
+/// Intervals on one thread nest (call stacks), so one sorted sweep with a stack finds
+/// them: an interval that does not enclose a newer one has ended and is popped.
+fn sweep_active(
+    intervals: HashMap<Thread, Vec<Interval>>,
+    queries: &[Option<(Thread, Ns)>],
+    mut visit: impl FnMut(usize, &[Interval]),
+) {
+    let mut queries_by_thread: HashMap<Thread, Vec<(Ns, usize)>> = HashMap::new();
+    for (q, query) in queries.iter().enumerate() {
+        if let Some((thread, t)) = *query {
+            queries_by_thread.entry(thread).or_default().push((t, q));
+        }
+    }
+    let mut intervals = intervals;
+    for (thread, mut queries) in queries_by_thread {
+        let Some(mut thread_intervals) = intervals.remove(&thread) else {
+            continue;
+        };
+        // Outer before inner when two start together.
+        thread_intervals.sort_by_key(|iv| (iv.start, std::cmp::Reverse(iv.end)));
+        queries.sort_unstable();
+        let mut stack: Vec<Interval> = Vec::new();
+        let mut next = 0;
+        for (t, q) in queries {
+            while next < thread_intervals.len() && thread_intervals[next].start <= t + TOLERANCE_NS
+            {
+                let iv = thread_intervals[next];
+                while stack.last().is_some_and(|top| top.end < iv.end) {
+                    stack.pop();
+                }
+                stack.push(iv);
+                next += 1;
+            }
+            while stack.last().is_some_and(|top| top.end + TOLERANCE_NS < t) {
+                stack.pop();
+            }
+            visit(q, &stack);
+        }
+    }
+}
+
+/// The innermost cpu_op containing each launch point.
+fn innermost_cpu_ops(trace: &Trace, points: &[Option<(Thread, Ns)>]) -> Vec<Option<u32>> {
+    let mut intervals: HashMap<Thread, Vec<Interval>> = HashMap::new();
+    for (i, op) in trace.cpu_ops.iter().enumerate() {
+        intervals
+            .entry((op.pid, op.tid))
+            .or_default()
+            .push(Interval {
+                start: op.ts,
+                end: op.ts + op.dur,
+                item: i as u32,
+            });
+    }
+    let mut innermost = vec![None; points.len()];
+    sweep_active(intervals, points, |q, active| {
+        innermost[q] = active.last().map(|iv| iv.item);
+    });
+    innermost
+}
+
+/// The Python stack at each launch point, interned: (stack per point, stacks).
+fn python_stacks(
+    trace: &Trace,
+    points: &[Option<(Thread, Ns)>],
+) -> (Vec<Option<StackId>>, Vec<Vec<Sym>>) {
+    let mut intervals: HashMap<Thread, Vec<Interval>> = HashMap::new();
+    for (i, frame) in trace.py_frames.iter().enumerate() {
+        intervals
+            .entry((frame.pid, frame.tid))
+            .or_default()
+            .push(Interval {
+                start: frame.ts,
+                end: frame.end(),
+                item: i as u32,
+            });
+    }
+    let mut ids: HashMap<Vec<Sym>, StackId> = HashMap::new();
+    let mut stacks: Vec<Vec<Sym>> = Vec::new();
+    let mut stack_of = vec![None; points.len()];
+    sweep_active(intervals, points, |q, active| {
+        if active.is_empty() {
+            return;
+        }
+        let names: Vec<Sym> = active
+            .iter()
+            .map(|iv| trace.py_frames[iv.item as usize].name)
+            .collect();
+        let id = *ids.entry(names).or_insert_with_key(|names| {
+            stacks.push(names.clone());
+            (stacks.len() - 1) as StackId
+        });
+        stack_of[q] = Some(id);
+    });
+    (stack_of, stacks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::test_trace::TraceBuilder;
+
+    fn frame_names(trace: &Trace, linked: &Linked, op: usize) -> Vec<String> {
+        let id = linked.sites[op].stack.expect("stack");
+        linked
+            .stack(id)
+            .iter()
+            .map(|&s| trace.name(s).to_string())
+            .collect()
+    }
+
+    #[test]
+    fn kernel_links_to_launch_cpu_op_and_python_stack() {
+        let mut b = TraceBuilder::new();
+        b.frame("a.py(1): outer", 0, 1000, 1);
+        b.frame("b.py(2): inner", 100, 500, 1);
+        b.frame("c.py(3): sibling", 700, 200, 1);
+        b.cpu_op("aten::mm", 150, 300, 1, Some(7));
+        b.runtime("cudaLaunchKernel", 200, 20, 1, 42, Some(7));
+        b.kernel("gemm", 5000, 100, Some(42), Some(7));
+        let trace = b.build();
+        let linked = link(&trace);
+        let site = &linked.sites[0];
+        assert_eq!(site.runtime, Some(0));
+        assert_eq!(site.launch_ts, Some(200));
+        assert_eq!(site.cpu_op.map(|s| trace.name(s)), Some("aten::mm"));
+        assert!(!site.graph_replay);
+        assert_eq!(
+            frame_names(&trace, &linked, 0),
+            ["a.py(1): outer", "b.py(2): inner"]
+        );
+        assert_eq!(
+            linked.counts,
+            LinkCounts {
+                linked: 1,
+                no_launch: 0,
+                no_stack: 0,
+                graph_replays: 0
+            }
+        );
+    }
+
+    #[test]
+    fn graph_replay_resolves_to_the_graph_launch_site() {
+        let mut b = TraceBuilder::new();
+        b.frame("runner.py(10): replay", 0, 10_000, 1);
+        b.frame("torch/cuda/graphs.py(139): replay", 10, 9_000, 1);
+        b.runtime("hipGraphLaunch", 100, 2_000, 1, 9, None);
+        b.kernel("k1", 3_000, 50, Some(9), None);
+        b.kernel("k2", 3_100, 50, Some(9), None);
+        b.kernel("k3", 3_200, 50, Some(10), None); // launch not captured
+        let trace = b.build();
+        let linked = link(&trace);
+        for i in 0..2 {
+            let site = &linked.sites[i];
+            assert!(site.graph_replay);
+            assert_eq!(site.cpu_op.map(|s| trace.name(s)), Some("hipGraphLaunch"));
+            assert_eq!(site.launch_ts, Some(100));
+            assert_eq!(
+                frame_names(&trace, &linked, i),
+                ["runner.py(10): replay", "torch/cuda/graphs.py(139): replay"]
+            );
+        }
+        assert_eq!(linked.sites[0].stack, linked.sites[1].stack);
+        assert_eq!(linked.stacks.len(), 1, "identical stacks are interned");
+        assert_eq!(linked.sites[2], LaunchSite::default());
+        assert_eq!(
+            linked.counts,
+            LinkCounts {
+                linked: 2,
+                no_launch: 1,
+                no_stack: 1,
+                graph_replays: 2
+            }
+        );
+    }
+
+    #[test]
+    fn duplicate_correlation_takes_the_latest_call_before_the_kernel() {
+        let mut b = TraceBuilder::new();
+        b.runtime("cudaLaunchKernel", 100, 10, 1, 5, None);
+        b.runtime("cudaLaunchKernel", 900, 10, 1, 5, None);
+        b.runtime("cudaLaunchKernel", 5000, 10, 1, 5, None);
+        b.kernel("k", 1000, 10, Some(5), None);
+        b.kernel("early", 50, 10, Some(5), None);
+        let trace = b.build();
+        let linked = link(&trace);
+        assert_eq!(linked.sites[0].runtime, Some(1));
+        // Nothing starts before it: the earliest call.
+        assert_eq!(linked.sites[1].runtime, Some(0));
+    }
+
+    #[test]
+    fn cpu_op_falls_back_to_innermost_op_containing_the_launch() {
+        let mut b = TraceBuilder::new();
+        b.cpu_op("aten::linear", 0, 1000, 1, Some(1));
+        b.cpu_op("aten::addmm", 100, 500, 1, Some(2));
+        // The launch names an External id no cpu_op has.
+        b.runtime("cudaLaunchKernel", 200, 10, 1, 3, Some(99));
+        b.kernel("k", 2000, 10, Some(3), None);
+        // External id of an op on another thread: the op on the launching thread wins.
+        b.cpu_op("other", 0, 5000, 2, Some(4));
+        b.runtime("cudaLaunchKernel", 300, 10, 1, 5, Some(4));
+        b.kernel("k2", 2100, 10, Some(5), None);
+        let trace = b.build();
+        let linked = link(&trace);
+        let op = |i: usize| linked.sites[i].cpu_op.map(|s| trace.name(s).to_string());
+        assert_eq!(op(0).as_deref(), Some("aten::addmm"));
+        assert_eq!(op(1).as_deref(), Some("aten::addmm"));
+    }
+
+    #[test]
+    fn legacy_kernel_without_launch_uses_its_external_id_op() {
+        let mut b = TraceBuilder::new();
+        b.frame("model.py(5): forward", 0, 1000, 1);
+        b.cpu_op("aten::conv2d", 100, 400, 1, Some(11));
+        b.kernel("conv", 2000, 10, None, Some(11));
+        let trace = b.build();
+        let linked = link(&trace);
+        let site = &linked.sites[0];
+        assert_eq!(site.cpu_op.map(|s| trace.name(s)), Some("aten::conv2d"));
+        assert_eq!(site.launch_ts, Some(100));
+        assert_eq!(frame_names(&trace, &linked, 0), ["model.py(5): forward"]);
+        assert_eq!(linked.counts.linked, 1);
+        assert_eq!(linked.counts.no_launch, 1);
+    }
+
+    #[test]
+    fn frames_of_other_threads_and_ended_frames_are_not_active() {
+        let mut b = TraceBuilder::new();
+        b.frame("gone.py(1): done", 0, 50, 1);
+        b.frame("other_thread.py(1): run", 0, 10_000, 2);
+        b.frame("live.py(1): run", 60, 10_000, 1);
+        b.frame("adjacent.py(1): next", 150, 100, 1);
+        b.runtime("cudaLaunchKernel", 100, 10, 1, 1, None);
+        b.runtime("cudaLaunchKernel", 200, 10, 1, 2, None);
+        b.kernel("a", 1000, 10, Some(1), None);
+        b.kernel("b", 1100, 10, Some(2), None);
+        let trace = b.build();
+        let linked = link(&trace);
+        assert_eq!(frame_names(&trace, &linked, 0), ["live.py(1): run"]);
+        assert_eq!(
+            frame_names(&trace, &linked, 1),
+            ["live.py(1): run", "adjacent.py(1): next"]
+        );
+    }
+}

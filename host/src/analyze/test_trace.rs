@@ -1,0 +1,154 @@
+//! Hand-built traces for unit tests: every time is in nanoseconds, CPU events live in
+//! pid `host`, GPU ops on pid `gpu` stream `7`.
+
+use crate::trace::event::{Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Trace};
+
+pub struct TraceBuilder {
+    trace: Trace,
+}
+
+impl TraceBuilder {
+    pub fn new() -> Self {
+        TraceBuilder {
+            trace: Trace::default(),
+        }
+    }
+
+    fn thread(&mut self, tid: u32) -> (crate::trace::event::Sym, crate::trace::event::Sym) {
+        (
+            self.trace.strings.intern("host"),
+            self.trace.strings.intern(&tid.to_string()),
+        )
+    }
+
+    pub fn path(&mut self, path: &str) -> &mut Self {
+        self.trace.path = path.into();
+        self
+    }
+
+    pub fn kernel(
+        &mut self,
+        name: &str,
+        ts: i64,
+        dur: i64,
+        correlation: Option<u64>,
+        external_id: Option<u64>,
+    ) -> &mut Self {
+        self.gpu_op_on("gpu", name, ts, dur, correlation, external_id)
+    }
+
+    pub fn gpu_op_on(
+        &mut self,
+        pid: &str,
+        name: &str,
+        ts: i64,
+        dur: i64,
+        correlation: Option<u64>,
+        external_id: Option<u64>,
+    ) -> &mut Self {
+        let kind = if name.starts_with("Memcpy") {
+            GpuKind::Memcpy
+        } else if name.starts_with("Memset") {
+            GpuKind::Memset
+        } else {
+            GpuKind::Kernel
+        };
+        let op = GpuOp {
+            name: self.trace.strings.intern(name),
+            kind,
+            ts,
+            dur,
+            pid: self.trace.strings.intern(pid),
+            tid: self.trace.strings.intern("7"),
+            stream: Some(7),
+            device: Some(0),
+            correlation,
+            external_id,
+        };
+        self.trace.gpu_ops.push(op);
+        self
+    }
+
+    pub fn runtime(
+        &mut self,
+        name: &str,
+        ts: i64,
+        dur: i64,
+        tid: u32,
+        correlation: u64,
+        external_id: Option<u64>,
+    ) -> &mut Self {
+        let (pid, tid) = self.thread(tid);
+        let call = RuntimeCall {
+            name: self.trace.strings.intern(name),
+            ts,
+            dur,
+            pid,
+            tid,
+            correlation,
+            external_id,
+        };
+        self.trace.runtime.push(call);
+        self
+    }
+
+    pub fn cpu_op(
+        &mut self,
+        name: &str,
+        ts: i64,
+        dur: i64,
+        tid: u32,
+        external_id: Option<u64>,
+    ) -> &mut Self {
+        let (pid, tid) = self.thread(tid);
+        let op = CpuOp {
+            name: self.trace.strings.intern(name),
+            ts,
+            dur,
+            pid,
+            tid,
+            external_id,
+        };
+        self.trace.cpu_ops.push(op);
+        self
+    }
+
+    pub fn frame(&mut self, name: &str, ts: i64, dur: i64, tid: u32) -> &mut Self {
+        let (pid, tid) = self.thread(tid);
+        let frame = PyFrame {
+            name: self.trace.strings.intern(name),
+            ts,
+            dur,
+            pid,
+            tid,
+        };
+        self.trace.py_frames.push(frame);
+        self
+    }
+
+    pub fn annotation(&mut self, name: &str, ts: i64, dur: i64, on_gpu: bool) -> &mut Self {
+        let (pid, tid) = if on_gpu {
+            (
+                self.trace.strings.intern("gpu"),
+                self.trace.strings.intern("7"),
+            )
+        } else {
+            self.thread(1)
+        };
+        let annotation = Annotation {
+            name: self.trace.strings.intern(name),
+            ts,
+            dur,
+            pid,
+            tid,
+            external_id: None,
+            on_gpu,
+        };
+        self.trace.annotations.push(annotation);
+        self
+    }
+
+    pub fn build(&self) -> Trace {
+        self.trace.clone()
+    }
+}
