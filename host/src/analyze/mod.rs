@@ -2,3 +2,4 @@
 
 #[cfg(test)]
 pub(crate) mod test_trace;
+pub mod names;
