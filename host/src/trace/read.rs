@@ -1,1 +1,1948 @@
-//! (being written)
+//! Streaming reader: one pass from the file's bytes to a compact [`Trace`].
+//!
+//! Why a hand-written scanner: a torch.profiler trace is one JSON document whose
+//! `traceEvents` array holds millions of small objects. Building a JSON tree of it costs
+//! about 6x the file size in memory (the predecessor's failure). Instead a small scanner
+//! walks the top-level structure over a rolling byte buffer, finds the byte span of each
+//! event (tracking only string/escape state and brace depth, memchr-accelerated), and
+//! serde deserialises that span into a borrowed [`RawEvent`] holding just the fields later
+//! steps use. Memory grows with the retained records, never with the document.
+//!
+//! What is kept (see `shared/spec/analysis-behaviour.md` §3.1): GPU kernels, memcpys and
+//! memsets; runtime/driver calls that carry a `correlation` (every one: `cudaMemcpyAsync`
+//! launches memcpys); CPU ops; Python frames; user and GPU-user annotations; the
+//! `process_name` / `thread_name` metadata. Everything else is counted and dropped.
+//!
+//! Times are converted to integer nanoseconds from the number's decimal text, never via
+//! `f64`, so sums of `dur` are exact. `NaN`/`Infinity` literals that Python writes into
+//! JSON are read as absent values.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::de::{self, Deserializer, IgnoredAny, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::error::TriageError;
+use crate::trace::event::{
+    Annotation, CpuOp, GpuKind, GpuOp, Ns, PyFrame, RuntimeCall, Schema, Sym, Trace,
+};
+
+/// Reads one trace file (`.json` or gzip-compressed, detected by its magic bytes).
+///
+/// `progress` is called now and then with the number of file bytes (compressed, for a
+/// gzip file) consumed so far, and once at the end.
+pub fn read_trace(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<Trace, TriageError> {
+    read_trace_in_chunks(path, progress, CHUNK)
+}
+
+/// [`read_trace`] with a chosen refill size (tests use tiny ones to cross every boundary).
+fn read_trace_in_chunks(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    chunk: usize,
+) -> Result<Trace, TriageError> {
+    let source = open_source(path)?;
+    let mut stream = ByteStream::new(source, progress, chunk);
+    let mut builder = TraceBuilder::new(path);
+    let outcome = read_document(&mut stream, &mut builder);
+    let json_bytes = stream.end_offset();
+    let compressed = stream.consumed.load(Ordering::Relaxed);
+    (stream.progress)(compressed);
+    outcome.map_err(|fail| TriageError::input(path, fail.message(&stream)))?;
+    let mut trace = builder.finish();
+    trace.json_bytes = json_bytes;
+    if trace.event_count > 0 && trace.skipped.malformed == trace.event_count {
+        return Err(TriageError::input(
+            path,
+            format!(
+                "not a torch.profiler trace: none of its {} events is an event object",
+                trace.event_count
+            ),
+        ));
+    }
+    Ok(trace)
+}
+
+// ---------------------------------------------------------------------------------------
+// Opening the file
+
+/// An opened trace file.
+struct Source {
+    /// The uncompressed JSON bytes. `Send`, so decompression can move to its own thread.
+    bytes: Box<dyn Read + Send>,
+    /// File bytes (compressed, for gzip) consumed so far.
+    consumed: Arc<AtomicU64>,
+    gzip: bool,
+}
+
+fn open_source(path: &Path) -> Result<Source, TriageError> {
+    let mut file = File::open(path).map_err(|e| TriageError::input(path, open_message(&e)))?;
+    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(TriageError::input(path, "is a directory, not a trace file"));
+    }
+    let mut magic = [0u8; 2];
+    let mut have = 0;
+    while have < 2 {
+        match file.read(&mut magic[have..]) {
+            Ok(0) => break,
+            Ok(n) => have += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(TriageError::input(path, format!("cannot read: {e}"))),
+        }
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| TriageError::input(path, format!("cannot read: {e}")))?;
+    let consumed = Arc::new(AtomicU64::new(0));
+    let counted = CountingReader {
+        inner: file,
+        consumed: Arc::clone(&consumed),
+    };
+    let gzip = have == 2 && magic == [0x1f, 0x8b];
+    let bytes: Box<dyn Read + Send> = if gzip {
+        Box::new(flate2::read::MultiGzDecoder::new(
+            io::BufReader::with_capacity(256 * 1024, counted),
+        ))
+    } else {
+        Box::new(counted)
+    };
+    Ok(Source {
+        bytes,
+        consumed,
+        gzip,
+    })
+}
+
+fn open_message(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file or directory".to_string(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => format!("cannot open: {e}"),
+    }
+}
+
+/// Counts the bytes read from the file, for progress reporting.
+struct CountingReader<R> {
+    inner: R,
+    consumed: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The rolling byte buffer
+
+/// Bytes read per refill.
+const CHUNK: usize = 2 << 20;
+
+/// A window over the uncompressed document: `buf[pos..]` is unread; bytes before `pos`
+/// are dropped at the next refill. `base` is the document offset of `buf[0]`.
+struct ByteStream<'p> {
+    src: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    pos: usize,
+    base: u64,
+    eof: bool,
+    gzip: bool,
+    chunk: usize,
+    consumed: Arc<AtomicU64>,
+    progress: &'p mut dyn FnMut(u64),
+}
+
+impl<'p> ByteStream<'p> {
+    fn new(source: Source, progress: &'p mut dyn FnMut(u64), chunk: usize) -> Self {
+        ByteStream {
+            src: source.bytes,
+            buf: Vec::with_capacity(chunk),
+            pos: 0,
+            base: 0,
+            eof: false,
+            gzip: source.gzip,
+            chunk,
+            consumed: source.consumed,
+            progress,
+        }
+    }
+
+    /// Document offset of the next unread byte.
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Document offset just past the bytes read so far.
+    fn end_offset(&self) -> u64 {
+        self.base + self.buf.len() as u64
+    }
+
+    fn unread(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Reads more bytes after the unread ones. Returns false at the end of the input.
+    fn fill(&mut self) -> Result<bool, Fail> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos.., 0);
+            self.buf.truncate(self.buf.len() - self.pos);
+            self.base += self.pos as u64;
+            self.pos = 0;
+        }
+        let old = self.buf.len();
+        self.buf.resize(old + self.chunk, 0);
+        let mut filled = old;
+        while filled < self.buf.len() {
+            match self.src.read(&mut self.buf[filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(filled);
+                    return Err(self.read_failure(e));
+                }
+            }
+        }
+        self.buf.truncate(filled);
+        (self.progress)(self.consumed.load(Ordering::Relaxed));
+        Ok(filled > old)
+    }
+
+    fn read_failure(&self, e: io::Error) -> Fail {
+        let consumed = self.consumed.load(Ordering::Relaxed);
+        if !self.gzip {
+            return Fail::Io(format!("read failed: {e}"));
+        }
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            Fail::Io(format!("truncated gzip stream after {consumed} bytes"))
+        } else {
+            Fail::Io(format!("corrupt gzip stream near byte {consumed}: {e}"))
+        }
+    }
+
+    /// The next byte after whitespace, without consuming it; `None` at the end.
+    fn peek_token(&mut self) -> Result<Option<u8>, Fail> {
+        loop {
+            let rest = self.unread();
+            match rest
+                .iter()
+                .position(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+            {
+                Some(i) => {
+                    self.pos += i;
+                    return Ok(Some(self.buf[self.pos]));
+                }
+                None => {
+                    self.pos = self.buf.len();
+                    if !self.fill()? {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Consumes `byte` after whitespace, or fails naming what was expected.
+    fn expect(&mut self, byte: u8, context: &'static str) -> Result<(), Fail> {
+        match self.peek_token()? {
+            Some(b) if b == byte => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(_) => Err(Fail::Json {
+                offset: self.offset(),
+                message: format!("expected '{}' {context}", byte as char),
+            }),
+            None => Err(Fail::Truncated { context }),
+        }
+    }
+
+    /// Finds the JSON value starting at the next token. With `keep`, returns its length:
+    /// the span `unread()[..len]` stays in the buffer. Without `keep`, consumes it as it
+    /// goes (so a huge value never sits in memory) and returns 0.
+    fn value_span(&mut self, keep: bool, context: &'static str) -> Result<usize, Fail> {
+        let first = self.peek_token()?.ok_or(Fail::Truncated { context })?;
+        let mut scan = SpanScan::new(first);
+        loop {
+            if let Some(len) = scan.advance(self.unread()) {
+                if !keep {
+                    self.pos += len;
+                    return Ok(0);
+                }
+                return Ok(len);
+            }
+            if !keep {
+                self.pos += scan.pos;
+                scan.pos = 0;
+            }
+            if !self.fill()? {
+                if let Some(len) = scan.finish_at_eof(self.unread()) {
+                    if !keep {
+                        self.pos += len;
+                        return Ok(0);
+                    }
+                    return Ok(len);
+                }
+                return Err(Fail::Truncated { context });
+            }
+        }
+    }
+}
+
+/// Resumable search for the end of one JSON value. Only string/escape state and the
+/// depth of the value's own bracket kind are tracked: for valid JSON that finds the
+/// matching close; serde reports anything invalid inside afterwards. Iterative, so deep
+/// nesting costs no stack.
+struct SpanScan {
+    kind: SpanKind,
+    /// Scan position relative to the value's start.
+    pos: usize,
+    depth: u64,
+    in_string: bool,
+}
+
+#[derive(Copy, Clone)]
+enum SpanKind {
+    Nested { open: u8, close: u8 },
+    String,
+    Scalar,
+}
+
+impl SpanScan {
+    fn new(first: u8) -> Self {
+        let kind = match first {
+            b'{' => SpanKind::Nested {
+                open: b'{',
+                close: b'}',
+            },
+            b'[' => SpanKind::Nested {
+                open: b'[',
+                close: b']',
+            },
+            b'"' => SpanKind::String,
+            _ => SpanKind::Scalar,
+        };
+        // A string value starts inside its opening quote.
+        let in_string = matches!(kind, SpanKind::String);
+        SpanScan {
+            kind,
+            pos: usize::from(in_string),
+            depth: 0,
+            in_string,
+        }
+    }
+
+    /// Continues over `bytes` (which start at the value). Returns the value's length once
+    /// its end is in `bytes`.
+    fn advance(&mut self, bytes: &[u8]) -> Option<usize> {
+        match self.kind {
+            SpanKind::Scalar => match memchr::memchr3(b',', b']', b'}', &bytes[self.pos..]) {
+                Some(k) => Some(self.pos + k),
+                None => {
+                    self.pos = bytes.len();
+                    None
+                }
+            },
+            SpanKind::String => self.advance_nested(bytes, 0, 0),
+            SpanKind::Nested { open, close } => self.advance_nested(bytes, open, close),
+        }
+    }
+
+    fn advance_nested(&mut self, bytes: &[u8], open: u8, close: u8) -> Option<usize> {
+        let mut i = self.pos;
+        loop {
+            if self.in_string {
+                match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                    None => {
+                        self.pos = bytes.len();
+                        return None;
+                    }
+                    Some(k) => {
+                        let j = i + k;
+                        if bytes[j] == b'\\' {
+                            if j + 1 >= bytes.len() {
+                                // Resume at the backslash once the escaped byte is here.
+                                self.pos = j;
+                                return None;
+                            }
+                            i = j + 2;
+                        } else {
+                            self.in_string = false;
+                            i = j + 1;
+                            if matches!(self.kind, SpanKind::String) {
+                                return Some(i);
+                            }
+                        }
+                    }
+                }
+            } else {
+                match memchr::memchr3(b'"', open, close, &bytes[i..]) {
+                    None => {
+                        self.pos = bytes.len();
+                        return None;
+                    }
+                    Some(k) => {
+                        let j = i + k;
+                        let b = bytes[j];
+                        i = j + 1;
+                        if b == b'"' {
+                            self.in_string = true;
+                        } else if b == open {
+                            self.depth += 1;
+                        } else {
+                            self.depth = self.depth.saturating_sub(1);
+                            if self.depth == 0 {
+                                return Some(i);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// At the end of input only a scalar may end (a bare top-level number, say).
+    fn finish_at_eof(&self, bytes: &[u8]) -> Option<usize> {
+        match self.kind {
+            SpanKind::Scalar if !bytes.is_empty() => Some(bytes.len()),
+            _ => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Failures, turned into one-line messages naming the byte offset
+
+enum Fail {
+    Io(String),
+    Json { offset: u64, message: String },
+    Truncated { context: &'static str },
+    NotTrace(String),
+}
+
+impl Fail {
+    fn message(self, stream: &ByteStream) -> String {
+        match self {
+            Fail::Io(m) => m,
+            Fail::Json { offset, message } => format!("invalid JSON at byte {offset}: {message}"),
+            Fail::Truncated { context } => format!(
+                "truncated JSON: the document ends at byte {} {context}",
+                stream.end_offset()
+            ),
+            Fail::NotTrace(m) => format!("not a torch.profiler trace: {m}"),
+        }
+    }
+}
+
+/// Converts a serde_json error inside `span` (which starts at document offset `start`).
+fn json_fail(err: &serde_json::Error, span: &[u8], start: u64) -> Fail {
+    Fail::Json {
+        offset: start + offset_in(span, err.line(), err.column()) as u64,
+        message: strip_position(&err.to_string()),
+    }
+}
+
+/// Byte index of serde_json's 1-based (line, column) in `span`.
+fn offset_in(span: &[u8], line: usize, column: usize) -> usize {
+    let mut line_start = 0;
+    for _ in 1..line {
+        match memchr::memchr(b'\n', &span[line_start..]) {
+            Some(k) => line_start += k + 1,
+            None => break,
+        }
+    }
+    (line_start + column.saturating_sub(1)).min(span.len())
+}
+
+/// serde_json appends " at line L column C", which is relative to the event, not the file.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The document structure
+
+fn read_document(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<(), Fail> {
+    if stream.peek_token()?.is_none() {
+        return Err(Fail::NotTrace("the file is empty".into()));
+    }
+    // A UTF-8 byte-order mark is not JSON, but some writers emit it.
+    if stream.unread().starts_with(&[0xef, 0xbb, 0xbf]) {
+        stream.pos += 3;
+    }
+    match stream.peek_token()? {
+        None => Err(Fail::NotTrace("the file is empty".into())),
+        Some(b'{') => read_object(stream, builder),
+        Some(b'[') => {
+            builder.trace.meta.bare_list = true;
+            read_events(stream, builder)?;
+            expect_end(stream)
+        }
+        Some(b) => {
+            let what = match b {
+                b'"' => "a string",
+                b'-' | b'0'..=b'9' => "a number",
+                b't' | b'f' => "a boolean",
+                b'n' => "null",
+                _ => {
+                    return Err(Fail::Json {
+                        offset: stream.offset(),
+                        message: format!("unexpected byte 0x{b:02x} at the start of the document"),
+                    })
+                }
+            };
+            Err(Fail::NotTrace(format!(
+                "the top level is {what}, not an object or array"
+            )))
+        }
+    }
+}
+
+/// `{"traceEvents": [...], "deviceProperties": [...], ...}` with keys in any order.
+fn read_object(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<(), Fail> {
+    const CONTEXT: &str = "inside the top-level object";
+    stream.expect(b'{', CONTEXT)?;
+    let mut saw_events = false;
+    if stream.peek_token()? == Some(b'}') {
+        stream.pos += 1;
+    } else {
+        loop {
+            let key = read_key(stream)?;
+            stream.expect(b':', "after a top-level key")?;
+            match key.as_str() {
+                "traceEvents" => {
+                    match stream.peek_token()? {
+                        Some(b'[') => {}
+                        Some(_) => {
+                            return Err(Fail::NotTrace("traceEvents is not an array".into()))
+                        }
+                        None => return Err(Fail::Truncated { context: CONTEXT }),
+                    }
+                    read_events(stream, builder)?;
+                    saw_events = true;
+                }
+                "deviceProperties" | "distributedInfo" | "with_stack" => {
+                    let start = stream.offset();
+                    let len = stream.value_span(true, CONTEXT)?;
+                    let span = &stream.unread()[..len];
+                    builder.read_meta_value(&key, span, start)?;
+                    stream.pos += len;
+                }
+                _ => {
+                    stream.value_span(false, CONTEXT)?;
+                }
+            }
+            builder.trace.meta.keys.push(key);
+            match stream.peek_token()? {
+                Some(b',') => stream.pos += 1,
+                Some(b'}') => {
+                    stream.pos += 1;
+                    break;
+                }
+                Some(_) => {
+                    return Err(Fail::Json {
+                        offset: stream.offset(),
+                        message: "expected ',' or '}' after a top-level value".into(),
+                    })
+                }
+                None => return Err(Fail::Truncated { context: CONTEXT }),
+            }
+        }
+    }
+    expect_end(stream)?;
+    if !saw_events {
+        return Err(Fail::NotTrace(
+            "top-level object has no traceEvents array".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn read_key(stream: &mut ByteStream) -> Result<String, Fail> {
+    const CONTEXT: &str = "inside the top-level object";
+    match stream.peek_token()? {
+        Some(b'"') => {}
+        Some(_) => {
+            return Err(Fail::Json {
+                offset: stream.offset(),
+                message: "expected a string key in the top-level object".into(),
+            })
+        }
+        None => return Err(Fail::Truncated { context: CONTEXT }),
+    }
+    let start = stream.offset();
+    let len = stream.value_span(true, CONTEXT)?;
+    let span = &stream.unread()[..len];
+    let key: String = serde_json::from_slice(span).map_err(|e| json_fail(&e, span, start))?;
+    stream.pos += len;
+    Ok(key)
+}
+
+/// Only whitespace may follow the document.
+fn expect_end(stream: &mut ByteStream) -> Result<(), Fail> {
+    match stream.peek_token()? {
+        None => Ok(()),
+        Some(_) => Err(Fail::Json {
+            offset: stream.offset(),
+            message: "trailing characters after the document".into(),
+        }),
+    }
+}
+
+/// The events array, from its `[` to its `]`; each element is parsed on its own.
+fn read_events(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<(), Fail> {
+    const CONTEXT: &str = "inside the traceEvents array";
+    stream.expect(b'[', CONTEXT)?;
+    if stream.peek_token()? == Some(b']') {
+        stream.pos += 1;
+        return Ok(());
+    }
+    loop {
+        let start = stream.offset();
+        let len = stream.value_span(true, CONTEXT)?;
+        let span = &stream.unread()[..len];
+        builder.add_element(span, start)?;
+        stream.pos += len;
+        match stream.peek_token()? {
+            Some(b',') => stream.pos += 1,
+            Some(b']') => {
+                stream.pos += 1;
+                return Ok(());
+            }
+            Some(_) => {
+                return Err(Fail::Json {
+                    offset: stream.offset(),
+                    message: "expected ',' or ']' after an event".into(),
+                })
+            }
+            None => return Err(Fail::Truncated { context: CONTEXT }),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// One event
+
+/// The fields of an event later steps use; every other field is skipped unallocated.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(borrow, default)]
+    name: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    ph: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    cat: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    dur: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pid: Option<Label<'a>>,
+    #[serde(borrow, default)]
+    tid: Option<Label<'a>>,
+    #[serde(borrow, default)]
+    args: Option<RawArgs<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawArgs<'a> {
+    #[serde(rename = "External id", default)]
+    external_id: Id,
+    /// The 2021 layout spells it in lower case.
+    #[serde(rename = "external id", default)]
+    legacy_external_id: Id,
+    #[serde(default)]
+    correlation: Id,
+    #[serde(default)]
+    stream: IntArg,
+    #[serde(default)]
+    cuda_stream: IntArg,
+    #[serde(default)]
+    device: IntArg,
+    /// The name of `process_name` / `thread_name` metadata.
+    #[serde(borrow, default)]
+    name: Option<Label<'a>>,
+}
+
+/// A string, borrowed from the input unless it had escapes. (serde's own `Cow` impl
+/// always allocates inside an `Option`.)
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A pid, tid or metadata name: a string or a number, kept as the text Python's `str()`
+/// would give, so `0` and `"0"` are the same thread.
+enum Label<'a> {
+    Text(Cow<'a, str>),
+    Int(i64),
+    Float(f64),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Label<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Label<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Label::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Label::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Label::Text(Cow::Owned(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Label::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                match i64::try_from(v) {
+                    Ok(v) => Ok(Label::Int(v)),
+                    Err(_) => Ok(Label::Float(v as f64)),
+                }
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Label::Float(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Label<'_> {
+    /// Interns the label's text without allocating for the common integer case.
+    fn intern(&self, strings: &mut crate::trace::event::Interner) -> Sym {
+        match self {
+            Label::Text(s) => strings.intern(s),
+            Label::Int(v) => {
+                let mut buf = [0u8; 24];
+                strings.intern(format_int(*v, &mut buf))
+            }
+            // Python prints 1.0 as "1.0"; Rust's Debug does the same.
+            Label::Float(v) => strings.intern(&format!("{v:?}")),
+        }
+    }
+
+    fn as_text(&self) -> Option<&str> {
+        match self {
+            Label::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+fn format_int(v: i64, buf: &mut [u8; 24]) -> &str {
+    let mut n = v.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    // Only ASCII digits and '-' were written.
+    std::str::from_utf8(&buf[i..]).unwrap_or("")
+}
+
+/// A link id (`correlation`, `External id`): integers, integral floats and decimal-integer
+/// strings count; `null`, `""`, `"None"` and anything else mean absent.
+#[derive(Default, Clone, Copy)]
+struct Id(Option<u64>);
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an id")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+                Ok(Id(Some(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id(u64::try_from(v).ok()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
+                let integral = v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 1.8e19;
+                Ok(Id(integral.then_some(v as u64)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+                let digits = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit());
+                Ok(Id(if digits { v.parse().ok() } else { None }))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An integer argument (`stream`, `device`): integers, integral floats and integer
+/// strings; `null` means absent.
+#[derive(Default, Clone, Copy)]
+struct IntArg(Option<i64>);
+
+impl<'de> Deserialize<'de> for IntArg {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = IntArg;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<IntArg, E> {
+                Ok(IntArg(i64::try_from(v).ok()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<IntArg, E> {
+                Ok(IntArg(Some(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<IntArg, E> {
+                let integral = v.is_finite() && v.fract() == 0.0 && v.abs() < 9.2e18;
+                Ok(IntArg(integral.then_some(v as i64)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<IntArg, E> {
+                Ok(IntArg(v.trim().parse().ok()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<IntArg, E> {
+                Ok(IntArg(None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<IntArg, E> {
+                Ok(IntArg(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Time values
+
+/// Microseconds (a JSON number or numeric string) to integer nanoseconds, exactly from
+/// the decimal text; rounds to the nearest ns past three decimals. `None` for absent,
+/// `null` and non-numeric values.
+fn micros_to_ns(raw: Option<&RawValue>) -> Option<Ns> {
+    let text = raw?.get();
+    let text = match text.as_bytes().first() {
+        Some(b'"') => text.get(1..text.len().saturating_sub(1))?.trim(),
+        _ => text,
+    };
+    decimal_micros_to_ns(text)
+}
+
+fn decimal_micros_to_ns(text: &str) -> Option<Ns> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let negative = match bytes.first() {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut mantissa: u128 = 0;
+    let mut digits = 0u32;
+    let mut scale: i32 = 3; // micro -> nano
+    let mut any_digit = false;
+    let mut push = |d: u8, mantissa: &mut u128, scale: &mut i32, fraction: bool| {
+        // Beyond 36 significant digits extra digits only shift the exponent.
+        if digits < 36 {
+            *mantissa = *mantissa * 10 + u128::from(d);
+            if *mantissa > 0 {
+                digits += 1;
+            }
+            if fraction {
+                *scale -= 1;
+            }
+        } else if !fraction {
+            *scale += 1;
+        }
+    };
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        push(bytes[i] - b'0', &mut mantissa, &mut scale, false);
+        any_digit = true;
+        i += 1;
+    }
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            push(bytes[i] - b'0', &mut mantissa, &mut scale, true);
+            any_digit = true;
+            i += 1;
+        }
+    }
+    if !any_digit {
+        return None;
+    }
+    if i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
+        let exponent: i32 = text[i + 1..].parse().ok()?;
+        scale = scale.checked_add(exponent)?;
+        i = bytes.len();
+    }
+    if i != bytes.len() {
+        return None;
+    }
+    let magnitude: u128 = if scale >= 0 {
+        mantissa.checked_mul(10u128.checked_pow(scale as u32)?)?
+    } else if scale < -38 {
+        0
+    } else {
+        let divisor = 10u128.pow((-scale) as u32);
+        let (q, r) = (mantissa / divisor, mantissa % divisor);
+        if r >= divisor - r {
+            q + 1
+        } else {
+            q
+        }
+    };
+    let magnitude = i64::try_from(magnitude).ok()?;
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+// ---------------------------------------------------------------------------------------
+// Rewriting Python's non-JSON number literals
+
+/// True when `span` holds a bare `NaN` or `Infinity` outside strings.
+fn has_non_finite(span: &[u8]) -> bool {
+    memchr::memmem::find(span, b"NaN").is_some()
+        || memchr::memmem::find(span, b"Infinity").is_some()
+}
+
+/// Rewrites bare `NaN`, `Infinity` and `-Infinity` (outside strings) to `null`.
+fn non_finite_to_null(span: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(span.len() + 8);
+    let mut i = 0;
+    let mut in_string = false;
+    while i < span.len() {
+        let b = span[i];
+        if in_string {
+            out.push(b);
+            if b == b'\\' && i + 1 < span.len() {
+                out.push(span[i + 1]);
+                i += 2;
+                continue;
+            }
+            if b == b'"' {
+                in_string = false;
+            }
+            i += 1;
+            continue;
+        }
+        let rest = &span[i..];
+        let token = [&b"-Infinity"[..], b"Infinity", b"NaN"]
+            .into_iter()
+            .find(|t| rest.starts_with(t));
+        match token {
+            Some(t) => {
+                out.extend_from_slice(b"null");
+                i += t.len();
+            }
+            None => {
+                if b == b'"' {
+                    in_string = true;
+                }
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Building the Trace
+
+struct TraceBuilder {
+    trace: Trace,
+}
+
+/// What an `X` event is, from its `cat`.
+#[derive(Copy, Clone, PartialEq)]
+enum Class {
+    Gpu(GpuKind),
+    Runtime,
+    CpuOp,
+    PyFrame,
+    Annotation { on_gpu: bool },
+    Other,
+}
+
+/// The 2021 layout's categories; any of them marks the file as [`Schema::Legacy`].
+const LEGACY_CATS: [&str; 5] = ["Kernel", "Memcpy", "Memset", "Operator", "Runtime"];
+
+fn classify(cat: &str) -> Class {
+    let is = |s: &str| cat.eq_ignore_ascii_case(s);
+    if is("kernel") {
+        Class::Gpu(GpuKind::Kernel)
+    } else if is("gpu_memcpy") || is("memcpy") {
+        Class::Gpu(GpuKind::Memcpy)
+    } else if is("gpu_memset") || is("memset") {
+        Class::Gpu(GpuKind::Memset)
+    } else if [
+        "cuda_runtime",
+        "cuda_driver",
+        "runtime",
+        "hip_runtime",
+        "hip_driver",
+    ]
+    .into_iter()
+    .any(is)
+    {
+        Class::Runtime
+    } else if is("cpu_op") || is("operator") {
+        Class::CpuOp
+    } else if is("python_function") {
+        Class::PyFrame
+    } else if is("user_annotation") {
+        Class::Annotation { on_gpu: false }
+    } else if is("gpu_user_annotation") {
+        Class::Annotation { on_gpu: true }
+    } else {
+        // The predecessor's rule (§3.1): a category naming kernels, or any other gpu_*.
+        let gpu_prefixed = cat
+            .as_bytes()
+            .get(..4)
+            .is_some_and(|p| p.eq_ignore_ascii_case(b"gpu_"));
+        if contains_ignore_case(cat, "kernel")
+            || (gpu_prefixed && !contains_ignore_case(cat, "annotation"))
+        {
+            Class::Gpu(GpuKind::Kernel)
+        } else {
+            Class::Other
+        }
+    }
+}
+
+fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+/// Python scopes are never kernels even when they carry a stream (§3.1).
+fn looks_like_python_scope(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains(".py(") || lower.starts_with("python/") || lower.starts_with("nn.module:")
+}
+
+impl TraceBuilder {
+    fn new(path: &Path) -> Self {
+        TraceBuilder {
+            trace: Trace {
+                path: path.to_path_buf(),
+                ..Trace::default()
+            },
+        }
+    }
+
+    fn finish(self) -> Trace {
+        self.trace
+    }
+
+    /// One element of the events array: parsed, classified and kept or counted.
+    fn add_element(&mut self, span: &[u8], start: u64) -> Result<(), Fail> {
+        self.trace.event_count += 1;
+        match serde_json::from_slice::<RawEvent>(span) {
+            Ok(event) => {
+                self.add_event(event);
+                Ok(())
+            }
+            Err(err) => {
+                if !is_syntax(&err) {
+                    self.trace.skipped.malformed += 1;
+                    return Ok(());
+                }
+                if !has_non_finite(span) {
+                    return Err(json_fail(&err, span, start));
+                }
+                let rewritten = non_finite_to_null(span);
+                match serde_json::from_slice::<RawEvent>(&rewritten) {
+                    Ok(event) => self.add_event(event),
+                    Err(err) if is_syntax(&err) => return Err(json_fail(&err, &rewritten, start)),
+                    Err(_) => self.trace.skipped.malformed += 1,
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn add_event(&mut self, ev: RawEvent) {
+        let ph = ev.ph.as_ref().map(|t| t.0.as_ref());
+        match ph {
+            Some("X") => self.add_complete(ev),
+            Some("M") => self.add_metadata(ev),
+            _ => {}
+        }
+    }
+
+    fn add_complete(&mut self, ev: RawEvent) {
+        let cat = ev.cat.as_ref().map(|t| t.0.as_ref()).unwrap_or("");
+        if LEGACY_CATS.contains(&cat) {
+            self.trace.meta.schema = Schema::Legacy;
+        }
+        let args = ev.args.as_ref();
+        let mut class = classify(cat);
+        let stream = args.and_then(|a| a.stream.0.or(a.cuda_stream.0));
+        if class == Class::Other && stream.is_some() {
+            let name = ev.name.as_ref().map(|t| t.0.as_ref()).unwrap_or("");
+            if !contains_ignore_case(cat, "trace") && !looks_like_python_scope(name) {
+                class = Class::Gpu(GpuKind::Kernel);
+            }
+        }
+        let external_id = args.and_then(|a| a.external_id.0.or(a.legacy_external_id.0));
+        let correlation = args.and_then(|a| a.correlation.0);
+        if class == Class::Other || (class == Class::Runtime && correlation.is_none()) {
+            return;
+        }
+        let (ts, dur) = (micros_to_ns(ev.ts), micros_to_ns(ev.dur));
+        let (ts, dur) = match (ts, dur) {
+            (Some(ts), Some(dur)) if ts >= 0 && dur >= 0 => (ts, dur),
+            _ => {
+                self.trace.skipped.bad_time += 1;
+                return;
+            }
+        };
+        if dur == 0 && matches!(class, Class::Gpu(_)) {
+            self.trace.skipped.zero_duration += 1;
+            return;
+        }
+        let strings = &mut self.trace.strings;
+        let name = strings.intern(ev.name.as_ref().map(|t| t.0.as_ref()).unwrap_or(""));
+        let pid = label_sym(ev.pid.as_ref(), strings);
+        let tid = label_sym(ev.tid.as_ref(), strings);
+        match class {
+            Class::Gpu(kind) => self.trace.gpu_ops.push(GpuOp {
+                name,
+                kind,
+                ts,
+                dur,
+                pid,
+                tid,
+                stream,
+                device: args.and_then(|a| a.device.0),
+                correlation,
+                external_id,
+            }),
+            Class::Runtime => self.trace.runtime.push(RuntimeCall {
+                name,
+                ts,
+                dur,
+                pid,
+                tid,
+                correlation: correlation.unwrap_or_default(),
+                external_id,
+            }),
+            Class::CpuOp => self.trace.cpu_ops.push(CpuOp {
+                name,
+                ts,
+                dur,
+                pid,
+                tid,
+                external_id,
+            }),
+            Class::PyFrame => self.trace.py_frames.push(PyFrame {
+                name,
+                ts,
+                dur,
+                pid,
+                tid,
+            }),
+            Class::Annotation { on_gpu } => self.trace.annotations.push(Annotation {
+                name,
+                ts,
+                dur,
+                pid,
+                tid,
+                external_id,
+                on_gpu,
+            }),
+            Class::Other => {}
+        }
+    }
+
+    /// `process_name` / `thread_name` metadata (`ph: "M"`) with a non-empty `args.name`.
+    fn add_metadata(&mut self, ev: RawEvent) {
+        let kind = ev.name.as_ref().map(|t| t.0.as_ref());
+        if !matches!(kind, Some("process_name" | "thread_name")) {
+            return;
+        }
+        let value = ev
+            .args
+            .as_ref()
+            .and_then(|a| a.name.as_ref())
+            .and_then(Label::as_text)
+            .filter(|s| !s.is_empty());
+        let Some(value) = value else { return };
+        let strings = &mut self.trace.strings;
+        let value = strings.intern(value);
+        let pid = label_sym(ev.pid.as_ref(), strings);
+        if kind == Some("process_name") {
+            self.trace.process_names.push((pid, value));
+        } else {
+            let tid = label_sym(ev.tid.as_ref(), strings);
+            self.trace.thread_names.push((pid, tid, value));
+        }
+    }
+
+    /// `deviceProperties`, `distributedInfo` or `with_stack`. A value of an unexpected
+    /// shape is ignored: these facts are optional.
+    fn read_meta_value(&mut self, key: &str, span: &[u8], start: u64) -> Result<(), Fail> {
+        let meta = &mut self.trace.meta;
+        match key {
+            "deviceProperties" => {
+                let value: DeviceProperties = parse_meta(span, start)?;
+                match value {
+                    DeviceProperties::List(devices) => {
+                        meta.device_names = devices
+                            .into_iter()
+                            .map(|d| d.name.unwrap_or_default())
+                            .collect();
+                    }
+                    DeviceProperties::Repr(text) => meta.device_names = repr_strings(&text, "name"),
+                    DeviceProperties::Other(_) => {}
+                }
+            }
+            "distributedInfo" => {
+                let value: DistributedInfo = parse_meta(span, start)?;
+                match value {
+                    DistributedInfo::Object { rank, world_size } => {
+                        meta.rank = rank.0.and_then(|v| u32::try_from(v).ok());
+                        meta.world_size = world_size.0.and_then(|v| u32::try_from(v).ok());
+                    }
+                    DistributedInfo::Repr(text) => {
+                        meta.rank = repr_int(&text, "rank");
+                        meta.world_size = repr_int(&text, "world_size");
+                    }
+                    DistributedInfo::Other(_) => {}
+                }
+            }
+            "with_stack" => {
+                meta.with_stack = match parse_meta::<Flag>(span, start)? {
+                    Flag::Bool(b) => Some(b),
+                    Flag::Number(n) => Some(n != 0.0),
+                    Flag::Text(s) => match s.trim().to_ascii_lowercase().as_str() {
+                        "1" | "true" => Some(true),
+                        "0" | "false" => Some(false),
+                        _ => None,
+                    },
+                    Flag::Other(_) => None,
+                };
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn label_sym(label: Option<&Label>, strings: &mut crate::trace::event::Interner) -> Sym {
+    match label {
+        Some(label) => label.intern(strings),
+        None => strings.intern(""),
+    }
+}
+
+fn is_syntax(err: &serde_json::Error) -> bool {
+    use serde_json::error::Category;
+    // Nesting past serde_json's recursion limit is valid JSON we decline: malformed.
+    matches!(err.classify(), Category::Syntax | Category::Eof)
+        && !err.to_string().contains("recursion limit")
+}
+
+/// Parses a small top-level value, tolerating Python's `NaN`/`Infinity` like events do.
+fn parse_meta<T: serde::de::DeserializeOwned>(span: &[u8], start: u64) -> Result<T, Fail> {
+    match serde_json::from_slice::<T>(span) {
+        Ok(v) => Ok(v),
+        Err(err) if is_syntax(&err) && has_non_finite(span) => {
+            let rewritten = non_finite_to_null(span);
+            serde_json::from_slice::<T>(&rewritten).map_err(|e| json_fail(&e, &rewritten, start))
+        }
+        Err(err) => Err(json_fail(&err, span, start)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DeviceProperties {
+    List(Vec<DeviceProperty>),
+    /// TraceLens rewrites the list as a Python repr string.
+    Repr(String),
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct DeviceProperty {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DistributedInfo {
+    Object {
+        #[serde(default)]
+        rank: Id,
+        #[serde(default)]
+        world_size: Id,
+    },
+    Repr(String),
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Flag {
+    Bool(bool),
+    Number(f64),
+    Text(String),
+    Other(IgnoredAny),
+}
+
+/// Every `'key': 'value'` (or double-quoted) string value in a Python repr.
+fn repr_strings(text: &str, key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for quote in ['\'', '"'] {
+        let needle = format!("{quote}{key}{quote}:");
+        let mut rest = text;
+        while let Some(i) = rest.find(&needle) {
+            rest = rest[i + needle.len()..].trim_start();
+            let Some(q) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+                continue;
+            };
+            let body = &rest[1..];
+            let end = body.find(q).unwrap_or(body.len());
+            out.push(body[..end].to_string());
+            rest = &body[end..];
+        }
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// The first `'key': <integer>` in a Python repr.
+fn repr_int(text: &str, key: &str) -> Option<u32> {
+    for quote in ['\'', '"'] {
+        let needle = format!("{quote}{key}{quote}:");
+        if let Some(i) = text.find(&needle) {
+            let rest = text[i + needle.len()..].trim_start();
+            let end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            return rest[..end].parse().ok();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::event::Schema;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    fn shared(name: &str) -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")).join(name)
+    }
+
+    fn read(path: &Path) -> Result<Trace, TriageError> {
+        read_trace(path, &mut |_| {})
+    }
+
+    /// The error message of reading `path` (a Trace is too big to print on failure).
+    fn read_error(path: &Path) -> String {
+        match read(path) {
+            Ok(t) => panic!("expected an error, read {} events", t.event_count),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// Writes `text` to a temp file and reads it.
+    fn read_text(text: &str) -> Result<Trace, TriageError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        std::fs::write(&path, text).unwrap();
+        read(&path)
+    }
+
+    fn error_of(text: &str) -> String {
+        match read_text(text) {
+            Ok(_) => panic!("expected an error for {text:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    struct Expected {
+        file: &'static str,
+        events: u64,
+        gpu_ops: usize,
+        kernels: usize,
+        zero_duration: u64,
+        py_frames: usize,
+        cpu_ops: usize,
+        runtime: usize,
+        annotations: usize,
+        process_names: usize,
+        thread_names: usize,
+        gpu_dur_ns: i64,
+    }
+
+    /// Computed independently with python3 (json.load with Decimal floats; GPU ops are
+    /// X events of cat kernel/gpu_memcpy/gpu_memset or legacy Kernel/Memcpy/Memset with
+    /// dur > 0; runtime = cuda_runtime/cuda_driver/Runtime X events with a correlation).
+    const EXPECTED: [Expected; 8] = [
+        Expected {
+            file: "AMD-AGI__TraceLens__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+            events: 18221,
+            gpu_ops: 1707,
+            kernels: 1465,
+            zero_duration: 0,
+            py_frames: 4262,
+            cpu_ops: 4186,
+            runtime: 1922,
+            annotations: 2,
+            process_names: 17,
+            thread_names: 4,
+            gpu_dur_ns: 45647300,
+        },
+        Expected {
+            file: "AMD-AGI__TraceLens__eager_trace.json.gz",
+            events: 24656,
+            gpu_ops: 929,
+            kernels: 768,
+            zero_duration: 0,
+            py_frames: 15230,
+            cpu_ops: 4809,
+            runtime: 1372,
+            annotations: 6,
+            process_names: 0,
+            thread_names: 0,
+            gpu_dur_ns: 11665760,
+        },
+        Expected {
+            file: "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+            events: 2058,
+            gpu_ops: 558,
+            kernels: 555,
+            zero_duration: 0,
+            py_frames: 821,
+            cpu_ops: 61,
+            runtime: 29,
+            annotations: 2,
+            process_names: 0,
+            thread_names: 0,
+            gpu_dur_ns: 9778614,
+        },
+        Expected {
+            file: "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz",
+            events: 60315,
+            gpu_ops: 534,
+            kernels: 527,
+            zero_duration: 0,
+            py_frames: 53321,
+            cpu_ops: 3786,
+            runtime: 1069,
+            annotations: 2,
+            process_names: 0,
+            thread_names: 0,
+            gpu_dur_ns: 492811563,
+        },
+        Expected {
+            file: "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz",
+            events: 1993,
+            gpu_ops: 434,
+            kernels: 425,
+            zero_duration: 0,
+            py_frames: 984,
+            cpu_ops: 100,
+            runtime: 20,
+            annotations: 1,
+            process_names: 0,
+            thread_names: 0,
+            gpu_dur_ns: 10717708,
+        },
+        Expected {
+            file: "facebookresearch__HolisticTraceAnalysis__nccl_data.json.gz",
+            events: 40573,
+            gpu_ops: 3774,
+            kernels: 2700,
+            zero_duration: 0,
+            py_frames: 0,
+            cpu_ops: 14346,
+            runtime: 8740,
+            annotations: 72,
+            process_names: 9,
+            thread_names: 5,
+            gpu_dur_ns: 165185838,
+        },
+        Expected {
+            file: "pytorch__kineto__worker0.pt.trace.json.gz",
+            events: 82276,
+            gpu_ops: 9618,
+            kernels: 9229,
+            zero_duration: 309,
+            py_frames: 0,
+            cpu_ops: 42438,
+            runtime: 10800,
+            annotations: 0,
+            process_names: 9,
+            thread_names: 2,
+            gpu_dur_ns: 649472000,
+        },
+        Expected {
+            file: "zhang-yuhui__nano-vllm__decode_gpu_0.json",
+            events: 3044,
+            gpu_ops: 28,
+            kernels: 17,
+            zero_duration: 0,
+            py_frames: 2199,
+            cpu_ops: 443,
+            runtime: 53,
+            annotations: 0,
+            process_names: 17,
+            thread_names: 31,
+            gpu_dur_ns: 115038,
+        },
+    ];
+
+    #[test]
+    fn shared_traces_read_with_exact_counts() {
+        for want in &EXPECTED {
+            let path = shared(want.file);
+            let t = read(&path).unwrap_or_else(|e| panic!("{e}"));
+            let kernels = t
+                .gpu_ops
+                .iter()
+                .filter(|g| g.kind == GpuKind::Kernel)
+                .count();
+            let dur: i64 = t.gpu_ops.iter().map(|g| g.dur).sum();
+            let got = (
+                t.event_count,
+                t.gpu_ops.len(),
+                kernels,
+                t.skipped.zero_duration,
+                t.py_frames.len(),
+                t.cpu_ops.len(),
+                t.runtime.len(),
+                t.annotations.len(),
+                t.process_names.len(),
+                t.thread_names.len(),
+                dur,
+            );
+            let expected = (
+                want.events,
+                want.gpu_ops,
+                want.kernels,
+                want.zero_duration,
+                want.py_frames,
+                want.cpu_ops,
+                want.runtime,
+                want.annotations,
+                want.process_names,
+                want.thread_names,
+                want.gpu_dur_ns,
+            );
+            assert_eq!(got, expected, "{}", want.file);
+            assert_eq!(t.skipped.malformed + t.skipped.bad_time, 0, "{}", want.file);
+            let legacy = want.file.starts_with("pytorch__kineto");
+            let schema = if legacy {
+                Schema::Legacy
+            } else {
+                Schema::Kineto
+            };
+            assert_eq!(t.meta.schema, schema, "{}", want.file);
+        }
+    }
+
+    #[test]
+    fn legacy_schema_fields() {
+        let t = read(&shared("pytorch__kineto__worker0.pt.trace.json.gz")).unwrap();
+        assert!(t.meta.keys.is_empty() || !t.meta.bare_list);
+        // Legacy GPU ops live on tid "stream 7" and carry the lower-case `external id`.
+        let op = t
+            .gpu_ops
+            .iter()
+            .find(|g| g.correlation == Some(65460))
+            .unwrap();
+        assert_eq!(t.name(op.tid), "stream 7");
+        assert_eq!(op.external_id, Some(862));
+        assert_eq!(op.kind, GpuKind::Memcpy);
+        assert_eq!((op.ts, op.dur), (1606910596350714000, 2353000));
+        // cudaMemcpyAsync launches that memcpy: kept although its name has no "launch".
+        let rt = t.runtime.iter().find(|r| r.correlation == 65460).unwrap();
+        assert_eq!(t.name(rt.name), "cudaMemcpyAsync");
+        assert_eq!(t.name(rt.tid), "4093687616");
+    }
+
+    #[test]
+    fn top_level_metadata() {
+        let t = read(&shared("AMD-AGI__TraceLens__eager_trace.json.gz")).unwrap();
+        assert_eq!(
+            t.meta.keys.first().map(String::as_str),
+            Some("schemaVersion")
+        );
+        assert_eq!(t.meta.keys.len(), 13);
+        assert_eq!(t.meta.keys[11], "traceEvents");
+        assert_eq!(t.meta.device_names, vec!["NVIDIA B200".to_string(); 8]);
+        assert_eq!((t.meta.rank, t.meta.world_size), (Some(0), Some(8)));
+        assert_eq!(t.meta.with_stack, Some(true));
+        assert!(!t.meta.bare_list);
+
+        let t = read(&shared(
+            "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz",
+        ));
+        assert_eq!(t.unwrap().meta.device_names, vec![String::new(); 8]);
+        let t = read(&shared("pytorch__kineto__worker0.pt.trace.json.gz")).unwrap();
+        assert!(t.meta.device_names.is_empty());
+        assert_eq!(t.meta.rank, None);
+    }
+
+    #[test]
+    fn python_repr_metadata_and_keys_after_events() {
+        let t = read_text(
+            r#"{"traceEvents": [], "deviceProperties": "[{'id': 0, 'name': 'AMD Instinct MI300X', 'x': 1}, {'id': 1, 'name': 'AMD Instinct MI300X'}]",
+               "distributedInfo": "{'backend': 'nccl', 'rank': 3, 'world_size': 8, 'pg_config': [{'ranks': [0, 1]}]}",
+               "with_stack": true, "big": {"a": [1, {"b": "]}"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(t.meta.device_names, vec!["AMD Instinct MI300X"; 2]);
+        assert_eq!((t.meta.rank, t.meta.world_size), (Some(3), Some(8)));
+        assert_eq!(t.meta.with_stack, Some(true));
+        assert_eq!(
+            t.meta.keys,
+            [
+                "traceEvents",
+                "deviceProperties",
+                "distributedInfo",
+                "with_stack",
+                "big"
+            ]
+        );
+        assert_eq!(t.event_count, 0);
+    }
+
+    const KERNEL: &str = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.5, "dur": 2.25, "args": {"stream": 7, "correlation": 5, "External id": "9"}}"#;
+
+    #[test]
+    fn bare_list_and_string_or_int_labels() {
+        let text = format!(
+            r#"[{KERNEL}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": "12", "tid": 12.0, "ts": "9.0", "dur": 1, "args": {{"correlation": 5.0}}}}]"#
+        );
+        let t = read_text(&text).unwrap();
+        assert!(t.meta.bare_list);
+        assert!(t.meta.keys.is_empty());
+        let k = t.gpu_ops[0];
+        assert_eq!(
+            (k.ts, k.dur, k.stream, k.correlation, k.external_id),
+            (10500, 2250, Some(7), Some(5), Some(9))
+        );
+        assert_eq!((t.name(k.pid), t.name(k.tid)), ("0", "7"));
+        let r = t.runtime[0];
+        assert_eq!((r.ts, r.dur, r.correlation), (9000, 1000, 5));
+        assert_eq!((t.name(r.pid), t.name(r.tid)), ("12", "12.0"));
+    }
+
+    #[test]
+    fn ids_absent_forms() {
+        let ev = |id: &str| {
+            format!(
+                r#"{{"traceEvents": [{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {{"External id": {id}}}}}]}}"#
+            )
+        };
+        for (id, want) in [
+            ("null", None),
+            ("\"\"", None),
+            ("\"None\"", None),
+            ("\"12.0\"", None),
+            ("12.0", Some(12)),
+            ("\"12\"", Some(12)),
+            ("-3", None),
+        ] {
+            let t = read_text(&ev(id)).unwrap();
+            assert_eq!(t.cpu_ops[0].external_id, want, "{id}");
+        }
+    }
+
+    #[test]
+    fn nan_and_infinity_are_tolerated() {
+        let text = format!(
+            r#"{{"traceEvents": [{KERNEL},
+              {{"ph": "X", "cat": "kernel", "name": "NaN k", "pid": 0, "tid": 7, "ts": 1, "dur": NaN, "args": {{"stream": 7}}}},
+              {{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {{"bw": Infinity, "x": -Infinity, "s": "NaN"}}}}],
+              "other": [NaN]}}"#
+        );
+        let t = read_text(&text).unwrap();
+        assert_eq!(t.gpu_ops.len(), 1);
+        assert_eq!(t.skipped.bad_time, 1);
+        assert_eq!(t.cpu_ops.len(), 1);
+        assert_eq!(t.event_count, 3);
+    }
+
+    #[test]
+    fn bad_times_zero_durations_and_malformed_elements_are_counted() {
+        let text = format!(
+            r#"{{"traceEvents": [{KERNEL}, 5, "x", [1, 2], {{"ph": 5}},
+              {{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 0}},
+              {{"ph": "X", "cat": "kernel", "name": "k", "ts": 1}},
+              {{"ph": "X", "cat": "gpu_memcpy", "name": "k", "ts": 1, "dur": -1}},
+              {{"ph": "X", "cat": "gpu_memset", "name": "k", "ts": -1, "dur": 1}},
+              {{"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 1}}]}}"#
+        );
+        let t = read_text(&text).unwrap();
+        assert_eq!(t.event_count, 10);
+        assert_eq!(t.gpu_ops.len(), 1);
+        assert_eq!(t.skipped.malformed, 4);
+        assert_eq!(t.skipped.zero_duration, 1);
+        assert_eq!(t.skipped.bad_time, 3);
+    }
+
+    #[test]
+    fn not_a_trace() {
+        let cases = [
+            ("", "not a torch.profiler trace: the file is empty"),
+            ("  \n", "not a torch.profiler trace: the file is empty"),
+            (
+                "{}",
+                "not a torch.profiler trace: top-level object has no traceEvents array",
+            ),
+            (
+                r#"{"a": [1, 2]}"#,
+                "not a torch.profiler trace: top-level object has no traceEvents array",
+            ),
+            (
+                r#"{"traceEvents": 5}"#,
+                "not a torch.profiler trace: traceEvents is not an array",
+            ),
+            (
+                "5",
+                "not a torch.profiler trace: the top level is a number, not an object or array",
+            ),
+            (
+                r#""x""#,
+                "not a torch.profiler trace: the top level is a string, not an object or array",
+            ),
+            (
+                "[1, 2, 3]",
+                "not a torch.profiler trace: none of its 3 events is an event object",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = error_of(text);
+            assert!(err.ends_with(want), "{text:?}: {err}");
+            assert!(err.contains("t.json: "), "{err}");
+        }
+    }
+
+    #[test]
+    fn invalid_json_names_the_byte() {
+        let err = error_of(r#"{"traceEvents": [{"ph": X}]}"#);
+        assert!(
+            err.contains("invalid JSON at byte 24: expected value"),
+            "{err}"
+        );
+        let err = error_of(r#"{"traceEvents": [] x"#);
+        assert!(
+            err.contains("invalid JSON at byte 19: expected ',' or '}'"),
+            "{err}"
+        );
+        let err = error_of(r#"{"traceEvents": []} {"#);
+        assert!(
+            err.contains("invalid JSON at byte 20: trailing characters"),
+            "{err}"
+        );
+        let err = error_of(r#"{"traceEvents": [{"ph": "X"} {"ph": "X"}]}"#);
+        assert!(
+            err.contains("invalid JSON at byte 29: expected ',' or ']' after an event"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn truncated_json_is_an_error_not_a_partial_read() {
+        let whole = format!(r#"{{"traceEvents": [{KERNEL}, {KERNEL}]}}"#);
+        for cut in [whole.len() - 1, whole.len() - 2, KERNEL.len() + 20, 30, 17] {
+            let err = error_of(&whole[..cut]);
+            assert!(
+                err.contains("truncated JSON: the document ends at byte"),
+                "{cut}: {err}"
+            );
+        }
+        let err = error_of(r#"{"traceEvents": [{"name": "a\"#);
+        assert!(err.contains("truncated JSON"), "{err}");
+    }
+
+    #[test]
+    fn truncated_and_corrupt_gzip() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes =
+            std::fs::read(shared("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz")).unwrap();
+        let path = dir.path().join("cut.json.gz");
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        let err = read_error(&path);
+        let want = format!("truncated gzip stream after {} bytes", bytes.len() / 2);
+        assert!(err.ends_with(&want), "{err}");
+
+        let mut corrupt = bytes.clone();
+        // Past the header, whose file-name field no checksum covers.
+        for b in &mut corrupt[1000..1100] {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&path, &corrupt).unwrap();
+        let err = read_error(&path);
+        assert!(err.contains("corrupt gzip stream"), "{err}");
+    }
+
+    #[test]
+    fn gzip_is_detected_by_magic_not_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plain-name.json");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(format!(r#"{{"traceEvents": [{KERNEL}]}}"#).as_bytes())
+            .unwrap();
+        std::fs::write(&path, enc.finish().unwrap()).unwrap();
+        assert_eq!(read(&path).unwrap().gpu_ops.len(), 1);
+        let path = dir.path().join("not-gzip.json.gz");
+        std::fs::write(&path, format!(r#"[{KERNEL}]"#)).unwrap();
+        assert_eq!(read(&path).unwrap().gpu_ops.len(), 1);
+    }
+
+    #[test]
+    fn missing_file_and_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = read_error(&dir.path().join("nope.json"));
+        assert!(
+            err.ends_with("nope.json: no such file or directory"),
+            "{err}"
+        );
+        let err = read_error(dir.path());
+        assert!(err.ends_with("is a directory, not a trace file"), "{err}");
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let deep = "[".repeat(200_000) + &"]".repeat(200_000);
+        let text = format!(
+            r#"{{"junk": {deep}, "traceEvents": [{KERNEL}, {{"ph": "X", "cat": "cpu_op", "args": {deep}}}, {deep}]}}"#
+        );
+        let t = read_text(&text).unwrap();
+        assert_eq!(t.gpu_ops.len(), 1);
+        assert_eq!(t.skipped.malformed, 2);
+    }
+
+    #[test]
+    fn tiny_refills_give_the_same_trace() {
+        // Strings with escaped quotes and backslashes must survive every split point.
+        let text = format!(
+            r#"{{"a": "x\\\"]}}", "traceEvents": [{KERNEL}, {{"ph": "X", "cat": "cpu_op", "name": "q\"{{\\", "pid": 1, "tid": 1, "ts": 3, "dur": 4}}], "z": "\\"}}"#
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        std::fs::write(&path, &text).unwrap();
+        for chunk in 1..=9 {
+            let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+            assert_eq!((t.gpu_ops.len(), t.cpu_ops.len()), (1, 1), "chunk {chunk}");
+            assert_eq!(t.name(t.cpu_ops[0].name), "q\"{\\");
+            assert_eq!(t.meta.keys, ["a", "traceEvents", "z"]);
+        }
+        let path = shared("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
+        let small = read_trace_in_chunks(&path, &mut |_| {}, 4096).unwrap();
+        let big = read(&path).unwrap();
+        assert_eq!(small.gpu_ops, big.gpu_ops);
+        assert_eq!(small.py_frames, big.py_frames);
+        assert_eq!(small.json_bytes, big.json_bytes);
+    }
+
+    #[test]
+    fn progress_reaches_the_file_size() {
+        let path = shared("AMD-AGI__TraceLens__eager_trace.json.gz");
+        let mut seen = Vec::new();
+        let t = read_trace(&path, &mut |n| seen.push(n)).unwrap();
+        assert_eq!(seen.last().copied(), Some(816469));
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]));
+        assert!(t.json_bytes > 816469);
+    }
+
+    #[test]
+    fn decimal_text_to_exact_nanoseconds() {
+        let cases = [
+            ("1428625731896.179", Some(1428625731896179)),
+            ("6520618853487.683", Some(6520618853487683)),
+            ("1606910596297023", Some(1606910596297023000)),
+            ("2.25", Some(2250)),
+            ("0.0005", Some(1)),
+            ("0.0004", Some(0)),
+            ("1e3", Some(1_000_000)),
+            ("1.5E-3", Some(2)),
+            ("-1.5", Some(-1500)),
+            ("0", Some(0)),
+            ("", None),
+            ("abc", None),
+            ("1.2.3", None),
+            ("99999999999999999999", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(decimal_micros_to_ns(text), want, "{text}");
+        }
+        // A sum that f64 microseconds would not give exactly.
+        let durs = ["0.1", "0.2", "4909914216204.635"];
+        let sum: i64 = durs.iter().map(|d| decimal_micros_to_ns(d).unwrap()).sum();
+        assert_eq!(sum, 4909914216204935);
+    }
+}
