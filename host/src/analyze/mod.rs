@@ -1,5 +1,6 @@
 //! The analyses: kernel table (and later overlap, fuse, similarity).
 
+pub mod families;
+pub mod names;
 #[cfg(test)]
 pub(crate) mod test_trace;
-pub mod names;
