@@ -1,1 +1,90 @@
-fn main() {}
+//! `make-fixtures OUT_DIR`: writes a small SGLang capture of a Qwen3-8B server (TP=2)
+//! (all 36 decoder layers) in the live-capture layout, for the README's example:
+//!
+//! ```text
+//! OUT_DIR/prefill/<profile id>/<profile id>-TP-0-EXTEND.trace.json.gz  + server_args.json
+//! OUT_DIR/decode/<profile id>/<profile id>-TP-0-DECODE.trace.json.gz   + server_args.json
+//! ```
+//!
+//! Prefill launches every kernel; decode replays one CUDA graph. The MLP all-reduce runs
+//! on a communication stream. Output is deterministic.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use llm_triage_tests::{write_fixture, Engine, FixtureSpec, GroundTruth, StageKind};
+
+fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(out), None) = (args.next(), args.next()) else {
+        eprintln!("usage: make-fixtures OUT_DIR");
+        return ExitCode::from(2);
+    };
+    match write_example(Path::new(&out)) {
+        Ok(truths) => {
+            for truth in truths {
+                println!("{}", truth.path.display());
+                for (stage, st) in &truth.stages {
+                    println!(
+                        "  {stage}: {} kernels, {} GPU ops, {:.3} ms GPU time",
+                        st.kernels.len(),
+                        st.kernels.values().map(|k| k.count).sum::<u64>(),
+                        st.total_gpu_ns as f64 / 1e6
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "make-fixtures: cannot write {}: {e}",
+                PathBuf::from(&out).display()
+            );
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn server_args() -> serde_json::Value {
+    serde_json::json!({
+        "model_path": "Qwen/Qwen3-8B",
+        "served_model_name": "Qwen/Qwen3-8B",
+        "tp_size": 2,
+        "dp_size": 1,
+        "pp_size": 1,
+        "ep_size": 1,
+        "attention_backend": "flashinfer",
+        "dtype": "bfloat16",
+        "kv_cache_dtype": "auto",
+        "quantization": null,
+        "chunked_prefill_size": 8192,
+        "cuda_graph_max_bs": 160,
+        "disable_cuda_graph": false,
+        "enable_torch_compile": false,
+        "port": 30000
+    })
+}
+
+fn write_example(out: &Path) -> std::io::Result<Vec<GroundTruth>> {
+    let captures = [
+        ("prefill", StageKind::Extend, 11, false),
+        ("decode", StageKind::Decode, 12, true),
+    ];
+    let mut truths = Vec::new();
+    for (workload, stage, seed, graph_replay) in captures {
+        let spec = FixtureSpec {
+            layers: 36,
+            streams: 2,
+            graph_replay,
+            seed,
+            batch_size: 8,
+            server_args: Some(server_args()),
+            ..FixtureSpec::new(Engine::Sglang, stage)
+        };
+        let file = llm_triage_tests::file_name(spec.engine, stage, spec.tp_rank, seed, spec.gzip);
+        let profile_id = file.split("-TP-").next().unwrap_or("capture").to_string();
+        let (_, truth) = write_fixture(&out.join(workload).join(profile_id), &spec)?;
+        truths.push(truth);
+    }
+    Ok(truths)
+}
