@@ -1,1 +1,173 @@
-//! Finding, loading and choosing engine plugins.
+//! Finding, loading, choosing and managing engine plugins.
+//!
+//! An engine plugin is a `cdylib` exporting the `plugin-api` root module. [`load`] finds
+//! candidate files on the search path and checks each one (abi_stable header, plugin-API
+//! version, type layout, unique name); a bad file is reported and skipped, never fatal.
+//! [`select`] picks the engine for a trace: the one named by `--framework`, or the single
+//! strongest claim among all plugins (none or a tie is refused). [`manage`] and
+//! [`install`] back the `plugins list|info|install|remove|doctor` subcommands.
+//!
+//! # Keeping old plugins loading when the API grows
+//!
+//! The plugin API is versioned by the `llm-triage-plugin-api` crate version (1.0.0 now).
+//! abi_stable accepts a plugin built against a *newer* minor API (the host ignores the
+//! fields it does not know), but rejects one built against an *older* minor API: the host's
+//! prefix type then has more fields than the plugin's (`too many fields`). So when a minor
+//! version adds an entry point (appended after `last_prefix_field`, read through an
+//! `Option` accessor):
+//!
+//! 1. `plugin-api` keeps a frozen copy of every released root-module layout in a
+//!    `baseline_v1_0` (…) module: the same type name `FrameworkPlugin` and fields as
+//!    released, with its own `RootModule` impl (abi_stable 0.11 compares type name and
+//!    package, not module path).
+//! 2. [`load`] reads the plugin's API version from its header *before* the layout check.
+//!    Same major and a minor at least the host's: the normal checked load. Same major but
+//!    an older minor: `init_root_module::<baseline_v1_N::FrameworkPluginRef>()` (still a
+//!    full layout check, against the old layout), then a prefix-pointer cast to the
+//!    current `FrameworkPluginRef`; the new entry points read as absent (`None`) and the
+//!    host falls back to the old behaviour. A newer plugin is never loaded through a
+//!    baseline, so a broken field after the old ones is still caught.
+//! 3. Another major: refused, with a message naming both API versions.
+//!
+//! For 1.0.0 there is no older layout, so step 2 has nothing to do yet; the version gate
+//! is already in place.
+
+pub mod install;
+pub mod load;
+pub mod manage;
+pub mod select;
+
+use std::path::PathBuf;
+
+use llm_triage_plugin_api::{FrameworkPluginRef, MarkerKind, StageHint, Support, TraceEvidence};
+
+use crate::error::TriageError;
+
+pub use install::{install, remove, user_plugin_dir};
+pub use load::{load_all, load_file, search_dirs, PluginSet, Rejected};
+pub use manage::{doctor, info, list};
+pub use select::{select, Selection};
+
+/// A loaded engine plugin.
+pub struct Engine {
+    /// The library file it was loaded from.
+    pub path: PathBuf,
+    pub manifest: EngineManifest,
+    module: FrameworkPluginRef,
+}
+
+/// A plugin's manifest as plain Rust values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineManifest {
+    pub name: String,
+    pub aliases: Vec<String>,
+    pub display_name: String,
+    pub plugin_version: String,
+    pub api_version: String,
+    pub upstream: UpstreamRef,
+    pub capabilities: Vec<CapabilityCell>,
+}
+
+/// The upstream repository and commit a plugin was checked against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamRef {
+    pub repo: String,
+    pub commit: String,
+    pub date: String,
+}
+
+/// One cell of the capability matrix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapabilityCell {
+    pub key: String,
+    pub support: Support,
+    pub note: String,
+}
+
+/// A plugin's claim on a trace: its strength and the facts that earned it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub score: u32,
+    pub evidence: Vec<String>,
+}
+
+/// How to turn Python frames into source locations for one engine.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attribution {
+    /// Path markers of the engine's own code, most specific first (`python/sglang/`, ...).
+    pub source_roots: Vec<String>,
+    /// Frames that only wrap the real launch site.
+    pub wrapper_frames: Vec<WrapperFrame>,
+}
+
+/// A frame to skip: its path contains `path_contains` and its function equals `function`
+/// (an empty field matches anything).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrapperFrame {
+    pub path_contains: String,
+    pub function: String,
+}
+
+impl WrapperFrame {
+    pub fn matches(&self, path: &str, function: &str) -> bool {
+        (self.path_contains.is_empty() || path.contains(self.path_contains.as_str()))
+            && (self.function.is_empty() || self.function == function)
+    }
+}
+
+impl Engine {
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    /// The plugin's verdict on `evidence`; `None` when it is not this engine's trace.
+    pub fn detect(&self, evidence: &TraceEvidence) -> Result<Option<Claim>, TriageError> {
+        let claim = self.call((self.module.detect())(evidence))?;
+        Ok(claim.into_option().map(|c| Claim {
+            score: c.score,
+            evidence: c.evidence.iter().map(|e| e.to_string()).collect(),
+        }))
+    }
+
+    pub fn attribution(&self) -> Result<Attribution, TriageError> {
+        let a = self.call((self.module.attribution())())?;
+        Ok(Attribution {
+            source_roots: a.source_roots.iter().map(|r| r.to_string()).collect(),
+            wrapper_frames: a
+                .wrapper_frames
+                .iter()
+                .map(|w| WrapperFrame {
+                    path_contains: w.path_contains.to_string(),
+                    function: w.function.to_string(),
+                })
+                .collect(),
+        })
+    }
+
+    /// The stage a file path or annotation name marks, by this engine's conventions.
+    pub fn stage_of(&self, kind: MarkerKind, text: &str) -> Result<StageHint, TriageError> {
+        self.call((self.module.stage_of())(kind, text.into()))
+    }
+
+    /// A plugin's error value (a caught panic included) as an exit-6 error.
+    fn call<T>(
+        &self,
+        result: llm_triage_plugin_api::abi_stable::std_types::RResult<
+            T,
+            llm_triage_plugin_api::abi_stable::std_types::RString,
+        >,
+    ) -> Result<T, TriageError> {
+        result
+            .into_result()
+            .map_err(|message| TriageError::plugin(self.name(), message.to_string()))
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("path", &self.path)
+            .field("manifest", &self.manifest)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,225 @@
+//! `plugins install` and `plugins remove`: the user plugin directory.
+//!
+//! Installing copies a plugin file into the user plugin dir under a canonical name,
+//! `libllm_triage_plugin_<name>.<ext>`, after loading it once to validate it. It refuses
+//! an incompatible plugin API (the load fails) and a downgrade of an installed plugin of
+//! the same name, unless forced. Removing only ever touches the user plugin dir.
+
+use std::path::{Path, PathBuf};
+
+use super::load::{candidate_files, is_library, load_all, load_file, FILE_MARKER};
+use super::Engine;
+use crate::error::TriageError;
+
+/// `$XDG_DATA_HOME/llm-triage/plugins`, or `~/.local/share/llm-triage/plugins`. A relative
+/// `XDG_DATA_HOME` is ignored, as the XDG spec says.
+pub fn user_plugin_dir() -> Option<PathBuf> {
+    user_plugin_dir_from(
+        std::env::var_os("XDG_DATA_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(PathBuf::from),
+    )
+}
+
+pub fn user_plugin_dir_from(
+    xdg_data_home: Option<PathBuf>,
+    home: Option<PathBuf>,
+) -> Option<PathBuf> {
+    let data = xdg_data_home
+        .filter(|d| d.is_absolute())
+        .or_else(|| home.map(|h| h.join(".local").join("share")))?;
+    Some(data.join("llm-triage").join("plugins"))
+}
+
+/// The file name a plugin named `name` is installed under.
+pub fn installed_file_name(name: &str, source: &Path) -> String {
+    let ext = source.extension().and_then(|e| e.to_str()).unwrap_or("so");
+    let prefix = if ext == "dll" { "" } else { "lib" };
+    format!("{prefix}{FILE_MARKER}_{}.{ext}", name.replace('-', "_"))
+}
+
+/// Installs `file` into `user_dir`; returns the text to print.
+pub fn install(file: &Path, force: bool, user_dir: &Path) -> Result<String, TriageError> {
+    if !file.is_file() {
+        return Err(TriageError::input(file, "no such plugin file"));
+    }
+    if !is_library(file) {
+        return Err(TriageError::input(
+            file,
+            "not a plugin library (expected a .so, .dylib or .dll file)",
+        ));
+    }
+    let new = load_file(file)
+        .map_err(|reason| TriageError::plugin(file.display().to_string(), reason))?;
+    let name = new.manifest.name.clone();
+    let version = new.manifest.plugin_version.clone();
+
+    let installed = load_all(&[user_dir.to_path_buf()]);
+    let previous: Vec<&Engine> = installed
+        .engines
+        .iter()
+        .filter(|e| e.manifest.name == name)
+        .collect();
+    let mut notes = Vec::new();
+    for old in &previous {
+        match compare_versions(&version, &old.manifest.plugin_version) {
+            Some(std::cmp::Ordering::Less) if !force => {
+                return Err(TriageError::plugin(
+                    &name,
+                    format!(
+                        "refusing to downgrade {name} from {} (installed at {}) to {version}; \
+                         pass --force to install it anyway",
+                        old.manifest.plugin_version,
+                        old.path.display()
+                    ),
+                ))
+            }
+            Some(std::cmp::Ordering::Less) => notes.push(format!(
+                "downgraded from {} (--force)",
+                old.manifest.plugin_version
+            )),
+            None if !force => {
+                return Err(TriageError::plugin(
+                    &name,
+                    format!(
+                        "cannot compare plugin versions {version} and {} (installed at {}); \
+                         pass --force to replace it",
+                        old.manifest.plugin_version,
+                        old.path.display()
+                    ),
+                ))
+            }
+            _ => notes.push(format!("replaced {}", old.manifest.plugin_version)),
+        }
+    }
+
+    std::fs::create_dir_all(user_dir)
+        .map_err(|e| TriageError::input(user_dir, format!("cannot create plugin dir: {e}")))?;
+    let target = user_dir.join(installed_file_name(&name, file));
+    copy_atomically(file, &target)?;
+    // An older copy of the same plugin under another file name would shadow or clash.
+    for old in &previous {
+        if old.path != target {
+            std::fs::remove_file(&old.path).map_err(|e| {
+                TriageError::input(&old.path, format!("cannot remove the replaced plugin: {e}"))
+            })?;
+        }
+    }
+    let mut text = format!(
+        "installed {name} {version} (plugin API {}) to {}",
+        new.manifest.api_version,
+        target.display()
+    );
+    if !notes.is_empty() {
+        text.push_str(&format!(" ({})", notes.join(", ")));
+    }
+    text.push('\n');
+    Ok(text)
+}
+
+/// Removes the plugin named `name` (or one of its aliases) from `user_dir`.
+pub fn remove(name: &str, user_dir: &Path) -> Result<String, TriageError> {
+    let installed = load_all(&[user_dir.to_path_buf()]);
+    let mut paths: Vec<PathBuf> = installed
+        .find(name)
+        .map(|e| vec![e.path.clone()])
+        .unwrap_or_default();
+    // A broken file under the canonical name can be removed too.
+    if let Ok(files) = candidate_files(user_dir) {
+        let stem = format!("{FILE_MARKER}_{}.", name.trim().replace('-', "_"));
+        for f in files {
+            let matches = f
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(&stem));
+            if matches && !paths.contains(&f) {
+                paths.push(f);
+            }
+        }
+    }
+    if paths.is_empty() {
+        let present: Vec<&str> = installed.engines.iter().map(|e| e.name()).collect();
+        return Err(TriageError::Usage(format!(
+            "no plugin named {:?} in the user plugin dir {} (installed there: {}); plugins \
+             elsewhere on the search path are not removed by llm-triage",
+            name.trim(),
+            user_dir.display(),
+            if present.is_empty() {
+                "none".to_string()
+            } else {
+                present.join(", ")
+            }
+        )));
+    }
+    let mut text = String::new();
+    for path in paths {
+        std::fs::remove_file(&path)
+            .map_err(|e| TriageError::input(&path, format!("cannot remove: {e}")))?;
+        text.push_str(&format!("removed {}\n", path.display()));
+    }
+    Ok(text)
+}
+
+/// Semver order of two plugin versions; `None` when either does not parse.
+fn compare_versions(new: &str, old: &str) -> Option<std::cmp::Ordering> {
+    let new = semver::Version::parse(new).ok()?;
+    let old = semver::Version::parse(old).ok()?;
+    Some(new.cmp(&old))
+}
+
+/// Copies through a temporary file in the target's directory and renames it into place,
+/// so a running host never sees a half-written plugin.
+fn copy_atomically(from: &Path, to: &Path) -> Result<(), TriageError> {
+    let dir = to.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.partial-{}",
+        to.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    std::fs::copy(from, &tmp)
+        .and_then(|_| std::fs::rename(&tmp, to))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            TriageError::input(to, format!("cannot install plugin: {e}"))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_dir_follows_xdg() {
+        let home = Some(PathBuf::from("/home/u"));
+        assert_eq!(
+            user_plugin_dir_from(Some("/data".into()), home.clone()),
+            Some(PathBuf::from("/data/llm-triage/plugins"))
+        );
+        assert_eq!(
+            user_plugin_dir_from(Some("relative".into()), home.clone()),
+            Some(PathBuf::from("/home/u/.local/share/llm-triage/plugins"))
+        );
+        assert_eq!(user_plugin_dir_from(None, None), None);
+    }
+
+    #[test]
+    fn canonical_file_names() {
+        let so = Path::new("/x/libwhatever.so");
+        assert_eq!(
+            installed_file_name("sglang", so),
+            "libllm_triage_plugin_sglang.so"
+        );
+        assert_eq!(
+            installed_file_name("my-engine", Path::new("x.dll")),
+            "llm_triage_plugin_my_engine.dll"
+        );
+    }
+
+    #[test]
+    fn version_order() {
+        use std::cmp::Ordering::*;
+        assert_eq!(compare_versions("0.1.0", "0.2.0"), Some(Less));
+        assert_eq!(compare_versions("0.10.0", "0.9.9"), Some(Greater));
+        assert_eq!(compare_versions("x", "0.1.0"), None);
+    }
+}

@@ -1,0 +1,305 @@
+//! `plugins list`, `plugins info NAME` and `plugins doctor`: text for the terminal.
+
+use std::path::PathBuf;
+
+use llm_triage_plugin_api::{capability, Support, PLUGIN_API_VERSION};
+
+use super::load::{candidate_files, is_library, load_all, PluginSet, FILE_MARKER};
+use super::select::known_names;
+use super::Engine;
+use crate::error::TriageError;
+
+/// Every loaded plugin with its version, API version, upstream and file, then the
+/// capability matrix built from their manifests.
+pub fn list(dirs: &[PathBuf]) -> Result<String, TriageError> {
+    let set = load_all(dirs);
+    if set.engines.is_empty() {
+        return Ok(format!(
+            "No engine plugins found.\nSearched: {}\n{}",
+            join_dirs(dirs),
+            rejected_hint(&set)
+        ));
+    }
+    let header = ["NAME", "VERSION", "API", "UPSTREAM", "FILE"]
+        .map(String::from)
+        .to_vec();
+    let rows: Vec<Vec<String>> = set
+        .engines
+        .iter()
+        .map(|e| {
+            let m = &e.manifest;
+            vec![
+                m.name.clone(),
+                m.plugin_version.clone(),
+                m.api_version.clone(),
+                format!(
+                    "{}@{} ({})",
+                    m.upstream.repo,
+                    short_commit(&m.upstream.commit),
+                    m.upstream.date
+                ),
+                e.path.display().to_string(),
+            ]
+        })
+        .collect();
+    let mut text =
+        String::from("Engine plugins (search order; the first file with a name wins):\n");
+    text.push_str(&table(&header, &rows));
+    text.push_str("\nCapability matrix:\n");
+    text.push_str(&capability_matrix(&set.engines));
+    text.push_str(&rejected_hint(&set));
+    Ok(text)
+}
+
+/// One plugin in detail.
+pub fn info(dirs: &[PathBuf], name: &str) -> Result<String, TriageError> {
+    let set = load_all(dirs);
+    let engine = set.find(name).ok_or_else(|| {
+        TriageError::Usage(format!(
+            "no plugin named {:?}; known: {}",
+            name.trim(),
+            known_names(&set)
+        ))
+    })?;
+    let m = &engine.manifest;
+    let attribution = engine.attribution()?;
+    let mut lines = vec![
+        format!("{} ({}) {}", m.name, m.display_name, m.plugin_version),
+        format!(
+            "  aliases:        {}",
+            if m.aliases.is_empty() {
+                "none".to_string()
+            } else {
+                m.aliases.join(", ")
+            }
+        ),
+        format!(
+            "  plugin API:     {} (this host: {PLUGIN_API_VERSION})",
+            m.api_version
+        ),
+        format!(
+            "  upstream:       {} @ {} ({})",
+            m.upstream.repo, m.upstream.commit, m.upstream.date
+        ),
+        format!("  file:           {}", engine.path.display()),
+        "  capabilities:".to_string(),
+    ];
+    for (key, label) in capability_rows(std::slice::from_ref(engine)) {
+        let cell = m.capabilities.iter().find(|c| c.key == key);
+        let text = match cell {
+            Some(c) if c.note.is_empty() => support_word(c.support).to_string(),
+            Some(c) => format!("{}: {}", support_word(c.support), c.note),
+            None => "not declared".to_string(),
+        };
+        lines.push(format!("    {label}: {text}"));
+    }
+    lines.push(format!(
+        "  source roots:   {}",
+        attribution.source_roots.join(", ")
+    ));
+    lines.push("  wrapper frames:".to_string());
+    for w in &attribution.wrapper_frames {
+        let function = if w.function.is_empty() {
+            "any function"
+        } else {
+            &w.function
+        };
+        lines.push(format!("    {} ({function})", w.path_contains));
+    }
+    Ok(lines.join("\n") + "\n")
+}
+
+/// Every search directory (present or not) and every library file in it: loaded, rejected
+/// (with the reason) or ignored (name without the plugin marker).
+pub fn doctor(dirs: &[PathBuf]) -> Result<String, TriageError> {
+    let set = load_all(dirs);
+    let mut lines = vec![
+        format!("Host plugin API: {PLUGIN_API_VERSION}"),
+        "Search path, in order (the first file with a plugin name wins):".to_string(),
+    ];
+    for (i, dir) in dirs.iter().enumerate() {
+        let state = match std::fs::read_dir(dir) {
+            Ok(_) => {
+                let n = candidate_files(dir).map(|f| f.len()).unwrap_or(0);
+                format!(
+                    "exists, {n} candidate file{}",
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "missing".to_string(),
+            Err(e) => format!("unreadable: {e}"),
+        };
+        lines.push(format!("  {}. {} ({state})", i + 1, dir.display()));
+    }
+    lines.push("Files:".to_string());
+    let mut any_file = false;
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut libraries: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && is_library(p))
+            .collect();
+        libraries.sort();
+        for path in libraries {
+            any_file = true;
+            lines.push(describe_file(&set, &path));
+        }
+    }
+    if !any_file {
+        lines.push("  (no library files in any search directory)".to_string());
+    }
+    lines.push(format!(
+        "Summary: {} loaded, {} rejected.",
+        set.engines.len(),
+        set.rejected.len()
+    ));
+    Ok(lines.join("\n") + "\n")
+}
+
+fn describe_file(set: &PluginSet, path: &PathBuf) -> String {
+    if let Some(e) = set.engines.iter().find(|e| &e.path == path) {
+        let m = &e.manifest;
+        return format!(
+            "  loaded    {} ({} {}, plugin API {})",
+            path.display(),
+            m.name,
+            m.plugin_version,
+            m.api_version
+        );
+    }
+    if let Some(r) = set.rejected.iter().find(|r| &r.path == path) {
+        return format!("  rejected  {}: {}", path.display(), r.reason);
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    if name.contains(FILE_MARKER) {
+        format!(
+            "  skipped   {} (the same file was already reached via another path)",
+            path.display()
+        )
+    } else {
+        format!(
+            "  ignored   {} (name does not contain {FILE_MARKER})",
+            path.display()
+        )
+    }
+}
+
+/// Rows of the matrix: the standard rows, then any extra keys plugins declare.
+fn capability_rows(engines: &[Engine]) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = capability::ROWS
+        .iter()
+        .map(|(k, l)| (k.to_string(), l.to_string()))
+        .collect();
+    for e in engines {
+        for c in &e.manifest.capabilities {
+            if !rows.iter().any(|(k, _)| *k == c.key) {
+                rows.push((c.key.clone(), c.key.clone()));
+            }
+        }
+    }
+    rows
+}
+
+/// The capability matrix: one column per engine, `conditional [n]` cells footnoted.
+pub fn capability_matrix(engines: &[Engine]) -> String {
+    let mut header = vec![String::new()];
+    header.extend(engines.iter().map(|e| e.manifest.display_name.clone()));
+    let mut notes: Vec<String> = Vec::new();
+    let rows: Vec<Vec<String>> = capability_rows(engines)
+        .into_iter()
+        .map(|(key, label)| {
+            let mut row = vec![label.clone()];
+            for e in engines {
+                let cell = e.manifest.capabilities.iter().find(|c| c.key == key);
+                row.push(match cell {
+                    None => "-".to_string(),
+                    Some(c) if c.note.is_empty() => support_word(c.support).to_string(),
+                    Some(c) => {
+                        notes.push(format!(
+                            "{} — {}: {}",
+                            e.manifest.display_name, label, c.note
+                        ));
+                        format!("{} [{}]", support_word(c.support), notes.len())
+                    }
+                });
+            }
+            row
+        })
+        .collect();
+    let mut text = table(&header, &rows);
+    for (i, note) in notes.iter().enumerate() {
+        text.push_str(&format!("  [{}] {note}\n", i + 1));
+    }
+    text
+}
+
+fn support_word(support: Support) -> &'static str {
+    match support {
+        Support::Yes => "yes",
+        Support::No => "no",
+        Support::Conditional => "conditional",
+        Support::Ignored => "ignored",
+    }
+}
+
+/// Left-aligned columns separated by two spaces.
+fn table(header: &[String], rows: &[Vec<String>]) -> String {
+    let columns = header.len();
+    let width = |i: usize| {
+        std::iter::once(header)
+            .chain(rows.iter().map(Vec::as_slice))
+            .map(|r| r.get(i).map(|c| c.chars().count()).unwrap_or(0))
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..columns).map(width).collect();
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut text = line(header);
+    for row in rows {
+        text.push_str(&line(row));
+    }
+    text
+}
+
+fn short_commit(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+fn join_dirs(dirs: &[PathBuf]) -> String {
+    let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    shown.join(", ")
+}
+
+fn rejected_hint(set: &PluginSet) -> String {
+    match set.rejected.len() {
+        0 => String::new(),
+        n => format!(
+            "{n} plugin file{} could not be loaded; run `llm-triage plugins doctor` for details.\n",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align() {
+        let header = vec!["A".to_string(), "LONG".to_string()];
+        let rows = vec![vec!["xyz".to_string(), "1".to_string()]];
+        assert_eq!(table(&header, &rows), "A    LONG\nxyz  1\n");
+    }
+}
