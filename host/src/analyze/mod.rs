@@ -4,3 +4,5 @@ pub mod families;
 pub mod names;
 #[cfg(test)]
 pub(crate) mod test_trace;
+pub mod location;
+pub mod kernels;

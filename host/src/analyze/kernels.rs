@@ -1,0 +1,535 @@
+//! The kernel table: per stage, GPU time by canonical kernel name, with family, launch
+//! count, Python launch sites and CPU ops (predecessor §7).
+//!
+//! Times are summed in integer nanoseconds, so a row's `gpu_time_us` is exact; streams
+//! that overlap add up (a stage total is GPU busy time summed over streams).
+
+use std::collections::HashMap;
+
+use crate::analyze::families::FamilyRules;
+use crate::analyze::location::Locator;
+use crate::analyze::names::{canonical_name, short_name, SHORT_ARGS_MAX};
+use crate::report::model::{KernelRow, SiteShare, StageReport};
+use crate::trace::event::{Ns, Sym, Trace};
+use crate::trace::link::{Linked, StackId};
+use crate::trace::stage::{Stage, StageSplit};
+
+/// The location text of a launch site with no Python location.
+pub const UNRESOLVED: &str = "unresolved";
+
+/// How many rows a stage shows.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct KernelTableOptions {
+    /// Hide rows below this share of their stage's GPU time (per row, after `limit`).
+    pub min_share_pct: f64,
+    /// Keep only the top N rows (0 = all).
+    pub limit: usize,
+}
+
+impl Default for KernelTableOptions {
+    fn default() -> Self {
+        KernelTableOptions {
+            min_share_pct: 1.0,
+            limit: 0,
+        }
+    }
+}
+
+/// One trace with its links and stage split; several may feed one stage.
+#[derive(Copy, Clone, Debug)]
+pub struct StagedTrace<'a> {
+    pub trace: &'a Trace,
+    pub linked: &'a Linked,
+    pub split: &'a StageSplit,
+}
+
+/// The kernel table of every stage present, in stage order (extend, decode, all).
+pub fn kernel_tables(
+    inputs: &[StagedTrace<'_>],
+    locator: &Locator,
+    families: &FamilyRules,
+    opts: &KernelTableOptions,
+) -> Vec<StageReport> {
+    let mut stages: HashMap<Stage, StageAccumulator> = HashMap::new();
+    for input in inputs {
+        accumulate_trace(input, locator, &mut stages);
+    }
+    let mut ordered: Vec<(Stage, StageAccumulator)> = stages.into_iter().collect();
+    ordered.sort_by_key(|(stage, _)| stage.order());
+    ordered
+        .into_iter()
+        .map(|(stage, acc)| acc.into_report(stage, families, opts))
+        .collect()
+}
+
+/// One kernel row while it is being summed.
+#[derive(Default)]
+struct RowAccumulator {
+    /// Order of first appearance in the stage, to break time ties.
+    first_seen: usize,
+    total_ns: Ns,
+    launches: u64,
+    raw_names: Vec<String>,
+    site_ns: HashMap<String, Ns>,
+    cpu_op_counts: HashMap<String, u64>,
+}
+
+#[derive(Default)]
+struct StageAccumulator {
+    total_ns: Ns,
+    rows: HashMap<String, RowAccumulator>,
+    unresolved_ns: Ns,
+    unlinked: u64,
+    graph_replays: u64,
+    notes: Vec<String>,
+}
+
+/// The GPU pid a trace's table covers: the one with the most GPU time (first seen on a
+/// tie), and a note for each other GPU pid left out.
+fn choose_gpu_pid(trace: &Trace) -> Option<(Sym, Vec<String>)> {
+    let mut per_pid: Vec<(Sym, Ns, u64)> = Vec::new();
+    for op in &trace.gpu_ops {
+        match per_pid.iter_mut().find(|(pid, _, _)| *pid == op.pid) {
+            Some(entry) => {
+                entry.1 += op.dur;
+                entry.2 += 1;
+            }
+            None => per_pid.push((op.pid, op.dur, 1)),
+        }
+    }
+    let &(chosen, _, _) = per_pid
+        .iter()
+        .reduce(|best, x| if x.1 > best.1 { x } else { best })?;
+    let notes = per_pid
+        .iter()
+        .filter(|(pid, _, _)| *pid != chosen)
+        .map(|&(pid, ns, count)| {
+            format!(
+                "{}: GPU pid {} left out ({count} GPU ops, {:.2} ms); the table covers GPU pid {}",
+                trace.path.display(),
+                trace.name(pid),
+                ns as f64 / 1e6,
+                trace.name(chosen)
+            )
+        })
+        .collect();
+    Some((chosen, notes))
+}
+
+fn accumulate_trace(
+    input: &StagedTrace<'_>,
+    locator: &Locator,
+    stages: &mut HashMap<Stage, StageAccumulator>,
+) {
+    let StagedTrace {
+        trace,
+        linked,
+        split,
+    } = *input;
+    let Some((gpu_pid, pid_notes)) = choose_gpu_pid(trace) else {
+        return;
+    };
+    let mut canonical_of: HashMap<Sym, String> = HashMap::new();
+    let mut location_of: HashMap<StackId, Option<String>> = HashMap::new();
+    let mut touched: Vec<Stage> = Vec::new();
+    for (i, op) in trace.gpu_ops.iter().enumerate() {
+        if op.pid != gpu_pid {
+            continue;
+        }
+        let stage = split.stages.get(i).copied().unwrap_or(Stage::All);
+        let site = linked.sites.get(i).cloned().unwrap_or_default();
+        if !touched.contains(&stage) {
+            touched.push(stage);
+        }
+        let acc = stages.entry(stage).or_default();
+        acc.total_ns += op.dur;
+        acc.unlinked += u64::from(site.runtime.is_none() && site.cpu_op.is_none());
+        acc.graph_replays += u64::from(site.graph_replay);
+
+        let canonical = canonical_of
+            .entry(op.name)
+            .or_insert_with(|| canonical_name(trace.name(op.name)));
+        let location = site.stack.and_then(|id| {
+            location_of
+                .entry(id)
+                .or_insert_with(|| {
+                    let frames: Vec<&str> =
+                        linked.stack(id).iter().map(|&s| trace.name(s)).collect();
+                    locator.location(&frames)
+                })
+                .clone()
+        });
+        if location.is_none() {
+            acc.unresolved_ns += op.dur;
+        }
+        let next_index = acc.rows.len();
+        let row = acc
+            .rows
+            .entry(canonical.clone())
+            .or_insert_with(|| RowAccumulator {
+                first_seen: next_index,
+                ..Default::default()
+            });
+        row.total_ns += op.dur;
+        row.launches += 1;
+        let raw = trace.name(op.name);
+        if !row.raw_names.iter().any(|r| r == raw) {
+            row.raw_names.push(raw.to_string());
+        }
+        *row.site_ns
+            .entry(location.unwrap_or_else(|| UNRESOLVED.to_string()))
+            .or_default() += op.dur;
+        if let Some(cpu_op) = site.cpu_op {
+            *row.cpu_op_counts
+                .entry(trace.name(cpu_op).to_string())
+                .or_default() += 1;
+        }
+    }
+    // Notes about this trace go to every stage it fed; the split's notes concern
+    // kernels left in `all`.
+    for stage in touched {
+        let acc = stages.entry(stage).or_default();
+        acc.notes.extend(pid_notes.iter().cloned());
+        if stage == Stage::All {
+            acc.notes.extend(split.notes.iter().cloned());
+        }
+    }
+}
+
+fn percent(part: Ns, whole: Ns) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+impl StageAccumulator {
+    fn into_report(
+        self,
+        stage: Stage,
+        families: &FamilyRules,
+        opts: &KernelTableOptions,
+    ) -> StageReport {
+        let total = self.total_ns;
+        let mut rows: Vec<(String, RowAccumulator)> = self.rows.into_iter().collect();
+        rows.sort_by(|(_, a), (_, b)| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then(a.first_seen.cmp(&b.first_seen))
+        });
+        let all_rows: Vec<KernelRow> = rows
+            .into_iter()
+            .map(|(name, row)| finish_row(name, row, total, families))
+            .collect();
+
+        let summary = summary_line(&all_rows, total);
+        let mut notes = self.notes;
+        let limit = if opts.limit == 0 {
+            all_rows.len()
+        } else {
+            opts.limit.min(all_rows.len())
+        };
+        let (kept, beyond_limit) = all_rows.split_at(limit);
+        if !beyond_limit.is_empty() {
+            notes.push(format!(
+                "{} kernels beyond the top {} hidden ({:.1}% of stage time)",
+                beyond_limit.len(),
+                opts.limit,
+                sum_share(beyond_limit)
+            ));
+        }
+        let (shown, below): (Vec<KernelRow>, Vec<KernelRow>) = kept
+            .iter()
+            .cloned()
+            .partition(|row| row.share_pct >= opts.min_share_pct);
+        if !below.is_empty() {
+            notes.push(format!(
+                "{} kernels below {:.1}% hidden ({:.1}% of stage time)",
+                below.len(),
+                opts.min_share_pct,
+                sum_share(&below)
+            ));
+        }
+        if self.unresolved_ns > 0 {
+            notes.push(format!(
+                "{:.1}% of stage GPU time has no Python location (unresolved)",
+                percent(self.unresolved_ns, total)
+            ));
+        }
+        if self.unlinked > 0 {
+            notes.push(format!(
+                "{} GPU ops not linked to a launch (no runtime call or cpu_op)",
+                self.unlinked
+            ));
+        }
+        if self.graph_replays > 0 {
+            notes.push(format!(
+                "{} GPU ops replayed from CUDA/HIP graphs: their location is the graph launch",
+                self.graph_replays
+            ));
+        }
+        StageReport {
+            stage: stage.label().to_string(),
+            total_gpu_time_us: total as f64 / 1000.0,
+            summary,
+            kernels: shown,
+            overlap: Vec::new(),
+            fusions: Vec::new(),
+            similarity: Vec::new(),
+            notes,
+        }
+    }
+}
+
+fn sum_share(rows: &[KernelRow]) -> f64 {
+    rows.iter().map(|r| r.share_pct).sum()
+}
+
+fn finish_row(
+    name: String,
+    row: RowAccumulator,
+    stage_ns: Ns,
+    families: &FamilyRules,
+) -> KernelRow {
+    let mut sites: Vec<(String, Ns)> = row.site_ns.into_iter().collect();
+    sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut cpu_ops: Vec<(String, u64)> = row.cpu_op_counts.into_iter().collect();
+    cpu_ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    KernelRow {
+        family: families.family_of(&name).to_string(),
+        gpu_time_us: row.total_ns as f64 / 1000.0,
+        share_pct: percent(row.total_ns, stage_ns),
+        launches: row.launches,
+        raw_names: row.raw_names,
+        python_locations: sites
+            .into_iter()
+            .map(|(location, ns)| SiteShare {
+                location,
+                share_pct: percent(ns, row.total_ns),
+            })
+            .collect(),
+        cpu_ops: cpu_ops.into_iter().map(|(op, _)| op).collect(),
+        name,
+    }
+}
+
+/// "gemm 41.2%, attention 22.0%, communication 9.1% of 12.34 ms GPU time; top kernel
+/// nvjet_... 27.0%": the three largest families and the largest kernel.
+fn summary_line(rows: &[KernelRow], total_ns: Ns) -> String {
+    if rows.is_empty() {
+        return "no GPU work in this stage".to_string();
+    }
+    let mut by_family: Vec<(&str, f64)> = Vec::new();
+    for row in rows {
+        match by_family.iter_mut().find(|(f, _)| *f == row.family) {
+            Some(entry) => entry.1 += row.share_pct,
+            None => by_family.push((&row.family, row.share_pct)),
+        }
+    }
+    by_family.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let families: Vec<String> = by_family
+        .iter()
+        .take(3)
+        .map(|(family, share)| format!("{family} {share:.1}%"))
+        .collect();
+    let top = &rows[0];
+    format!(
+        "{} of {:.2} ms GPU time; top kernel {} {:.1}%",
+        families.join(", "),
+        total_ns as f64 / 1e6,
+        short_name(&top.name, SHORT_ARGS_MAX),
+        top.share_pct
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::test_trace::TraceBuilder;
+    use crate::catalog::load_families;
+    use crate::trace::link::link;
+    use crate::trace::stage::split;
+    use llm_triage_plugin_api::{rstrings, Attribution, StageHint};
+
+    fn vllm_locator() -> Locator {
+        Locator::new(&Attribution {
+            source_roots: rstrings(["vllm/"]),
+            wrapper_frames: Default::default(),
+        })
+    }
+
+    fn tables(trace: &Trace, path_stage: Stage, opts: &KernelTableOptions) -> Vec<StageReport> {
+        let linked = link(trace);
+        let split = split(trace, &linked, path_stage, &mut |name: &str| {
+            if name.contains("decode") {
+                StageHint::Decode
+            } else if name.contains("prefill") {
+                StageHint::Extend
+            } else {
+                StageHint::Unknown
+            }
+        });
+        let families = load_families(None).unwrap();
+        kernel_tables(
+            &[StagedTrace {
+                trace,
+                linked: &linked,
+                split: &split,
+            }],
+            &vllm_locator(),
+            &families,
+            opts,
+        )
+    }
+
+    /// Two GEMM launches from linear.py, one from a second site, an attention kernel
+    /// and a small memset; times in ns.
+    fn sample_trace() -> Trace {
+        let mut b = TraceBuilder::new();
+        b.frame(
+            "vllm/model_executor/layers/linear.py(510): forward",
+            0,
+            10_000,
+            1,
+        );
+        b.cpu_op("aten::mm", 100, 1_000, 1, Some(1));
+        b.runtime("cudaLaunchKernel", 200, 50, 1, 10, Some(1));
+        b.runtime("cudaLaunchKernel", 400, 50, 1, 11, Some(1));
+        b.frame("vllm/attention/layer.py(300): forward", 20_000, 10_000, 1);
+        b.cpu_op("aten::mm", 20_100, 1_000, 1, Some(2));
+        b.runtime("cudaLaunchKernel", 20_200, 50, 1, 12, Some(2));
+        b.cpu_op("vllm::unified_attention", 20_500, 1_000, 1, Some(3));
+        b.runtime("cudaLaunchKernel", 20_600, 50, 1, 13, Some(3));
+        b.kernel("void gemm_kernel<1>(float*)", 50_000, 3_000, Some(10), None);
+        b.kernel("void gemm_kernel<1>(int*)", 54_000, 2_500, Some(11), None);
+        b.kernel("void gemm_kernel<1>(float*)", 57_000, 1_500, Some(12), None);
+        b.kernel("flash_fwd_kernel", 60_000, 2_980, Some(13), None);
+        b.kernel("Memset (Device)", 63_000, 20, None, None);
+        b.build()
+    }
+
+    #[test]
+    fn rows_sum_exact_times_launches_sites_and_cpu_ops() {
+        let reports = tables(
+            &sample_trace(),
+            Stage::Decode,
+            &KernelTableOptions::default(),
+        );
+        assert_eq!(reports.len(), 1);
+        let r = &reports[0];
+        assert_eq!(r.stage, "decode");
+        assert_eq!(r.total_gpu_time_us, 10.0);
+        let gemm = &r.kernels[0];
+        assert_eq!(gemm.name, "void gemm_kernel<1>");
+        assert_eq!(
+            gemm.raw_names,
+            ["void gemm_kernel<1>(float*)", "void gemm_kernel<1>(int*)"]
+        );
+        assert_eq!(gemm.family, "gemm");
+        assert_eq!(gemm.gpu_time_us, 7.0);
+        assert_eq!(gemm.share_pct, 70.0);
+        assert_eq!(gemm.launches, 3);
+        assert_eq!(
+            gemm.python_locations,
+            [
+                SiteShare {
+                    location: "vllm/model_executor/layers/linear.py:510 forward".into(),
+                    share_pct: 5_500.0 / 7_000.0 * 100.0
+                },
+                SiteShare {
+                    location: "vllm/attention/layer.py:300 forward".into(),
+                    share_pct: 1_500.0 / 7_000.0 * 100.0
+                },
+            ]
+        );
+        assert_eq!(gemm.cpu_ops, ["aten::mm"]);
+        let attention = &r.kernels[1];
+        assert_eq!(attention.family, "attention");
+        assert_eq!(attention.gpu_time_us, 2.98);
+        assert_eq!(attention.cpu_ops, ["vllm::unified_attention"]);
+        // The memset (0.2%) is below the 1% cut.
+        assert_eq!(r.kernels.len(), 2);
+        assert_eq!(
+            r.notes,
+            [
+                "1 kernels below 1.0% hidden (0.2% of stage time)",
+                "0.2% of stage GPU time has no Python location (unresolved)",
+                "1 GPU ops not linked to a launch (no runtime call or cpu_op)",
+            ]
+        );
+        assert_eq!(
+            r.summary,
+            "gemm 70.0%, attention 29.8%, memory 0.2% of 0.01 ms GPU time; top kernel void gemm_kernel<1> 70.0%"
+        );
+    }
+
+    #[test]
+    fn limit_applies_before_the_share_cut() {
+        let opts = KernelTableOptions {
+            min_share_pct: 0.0,
+            limit: 1,
+        };
+        let reports = tables(&sample_trace(), Stage::All, &opts);
+        let r = &reports[0];
+        assert_eq!(r.stage, "all");
+        assert_eq!(r.kernels.len(), 1);
+        // The split's note lands in the `all` section, first.
+        assert_eq!(
+            r.notes[..2],
+            [
+                "no stage markers found: prefill and decode are mixed in one section",
+                "2 kernels beyond the top 1 hidden (30.0% of stage time)",
+            ]
+        );
+    }
+
+    #[test]
+    fn stages_in_order_and_other_gpu_pids_left_out() {
+        let mut b = TraceBuilder::new();
+        b.path("/t/x.json");
+        b.annotation("decode step", 1_000, 1_000, true);
+        b.annotation("prefill step", 5_000, 1_000, true);
+        b.kernel("decode_k", 1_100, 300, None, None);
+        b.kernel("prefill_k", 5_100, 500, None, None);
+        b.gpu_op_on("gpu1", "other_gpu", 5_100, 100, None, None);
+        let reports = tables(&b.build(), Stage::All, &KernelTableOptions::default());
+        let labels: Vec<&str> = reports.iter().map(|r| r.stage.as_str()).collect();
+        assert_eq!(labels, ["extend/prefill", "decode"]);
+        assert_eq!(reports[0].kernels[0].name, "prefill_k");
+        assert_eq!(reports[0].total_gpu_time_us, 0.5);
+        assert_eq!(reports[1].kernels[0].name, "decode_k");
+        assert!(reports[0].notes.contains(
+            &"/t/x.json: GPU pid gpu1 left out (1 GPU ops, 0.00 ms); the table covers GPU pid gpu"
+                .to_string()
+        ));
+    }
+
+    #[test]
+    fn graph_replays_count_each_kernel_and_share_the_launch_site() {
+        let mut b = TraceBuilder::new();
+        b.frame(
+            "vllm/v1/worker/gpu_model_runner.py(2000): execute_model",
+            0,
+            10_000,
+            1,
+        );
+        b.runtime("cudaGraphLaunch", 100, 500, 1, 77, None);
+        for i in 0..4 {
+            b.kernel("nvjet_tst_64x64", 1_000 + i * 100, 50, Some(77), None);
+        }
+        let reports = tables(&b.build(), Stage::Decode, &KernelTableOptions::default());
+        let row = &reports[0].kernels[0];
+        assert_eq!(row.launches, 4);
+        assert_eq!(row.gpu_time_us, 0.2);
+        assert_eq!(row.cpu_ops, ["cudaGraphLaunch"]);
+        assert_eq!(
+            row.python_locations[0].location,
+            "vllm/v1/worker/gpu_model_runner.py:2000 execute_model"
+        );
+        assert_eq!(
+            reports[0].notes,
+            ["4 GPU ops replayed from CUDA/HIP graphs: their location is the graph launch"]
+        );
+    }
+}
