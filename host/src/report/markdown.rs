@@ -281,6 +281,28 @@ Notes
     }
 
     #[test]
+    fn long_kernel_names_are_shortened_for_display_only() {
+        use crate::analyze::names::{short_name, SHORT_ARGS_MAX};
+        let name = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul> >";
+        let short = short_name(name, SHORT_ARGS_MAX);
+        assert!(short.len() < name.len(), "{short}");
+        let report = sample::report(vec![stage(
+            "all",
+            100.0,
+            vec![row(name, "memory", 10.0, 100.0, 1)],
+        )]);
+        let text = render(&report);
+        assert!(
+            text.contains(&format!(
+                "| {short} | memory | 0.01 ms | 10.0% | 1 | unresolved | - |"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains(name), "{text}");
+        assert!(crate::report::json::Json.render(&report).contains(name));
+    }
+
+    #[test]
     fn numbers_round_like_the_predecessor() {
         // Python: '%.2f' % 0.125 == '0.12', '%.1f' % 0.25 == '0.2', '%.0f' % 2.5 == '2'.
         let mut k = row("k", "other", 125.0, 1000.0, 1);

@@ -261,10 +261,11 @@ fn kernel_row(row: &KernelRow) -> Row {
     }
 }
 
-/// The kernel name as a table shows it. The analysis owns the shortening rule
-/// (`crate::analyze::names::shorten_for_display`); until it lands names show in full.
+/// The kernel name as a table shows it: nested template arguments collapsed (the
+/// analysis owns the rule). JSON keeps the whole name.
 fn display_kernel_name(name: &str) -> String {
-    name.to_string()
+    use crate::analyze::names::{short_name, SHORT_ARGS_MAX};
+    short_name(name, SHORT_ARGS_MAX)
 }
 
 /// The first sites; each with its site share only when there is more than one to tell
