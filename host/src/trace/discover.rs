@@ -1,1 +1,1022 @@
-//! (being written)
+//! Finding the trace files (and `server_args.json`) behind an `--input` path.
+//!
+//! A file is taken as is; its content is checked when it is read. A directory is scanned
+//! for the layouts the engines' captures leave behind (`shared/spec/analysis-behaviour.md`
+//! §2, capture spec §10):
+//!
+//! * SGLang workload: `OUT/{prefill,decode}/<ts>/server_args.json` plus
+//!   `[<prefix>-<stage>-]<id>-TP-<r>….trace.json.gz`; legacy `OUT/<ts>/…-TP-0-EXTEND…`.
+//! * TokenSpeed: `<id>-[DP<d>-][CP<c>-]TP<t>[-STAGE].trace.json.gz`.
+//! * vLLM: `{prefill,decode}/rank0.*` or `<host>_<pid>.<ts>.pt.trace.json.gz` (no rank).
+//! * TensorRT-LLM: `trace-{prefill,decode}[-rank-<r>].json` (a generic name, sniffed).
+//!
+//! One file per stage is analysed, of one rank; every file left out is named in
+//! `notes`, never dropped silently (the predecessor's §14 item 15).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::SystemTime;
+
+use regex::Regex;
+
+use crate::error::TriageError;
+use crate::trace::stage::{stage_from_path, Stage};
+
+/// One trace file to analyse.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceFile {
+    pub path: PathBuf,
+    /// The TP rank its name carries, if any.
+    pub rank: Option<u32>,
+    /// The stage its path names (`prefill/`, `-DECODE`, ...), else [`Stage::All`].
+    pub path_stage: Stage,
+}
+
+/// The engine's `server_args.json`, found beside the traces.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerArgs {
+    pub path: PathBuf,
+    pub values: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What to read for one `--input`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceSet {
+    pub input: PathBuf,
+    /// Ordered by stage (extend/prefill, decode, all), then file name.
+    pub files: Vec<TraceFile>,
+    pub server_args: Option<ServerArgs>,
+    /// Files found but not analysed, and why (other ranks, older duplicates, ...).
+    pub notes: Vec<String>,
+}
+
+/// Resolves `input` to the trace files to analyse. `rank` picks a TP rank other than
+/// the default (rank 0, else the lowest found).
+pub fn discover(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError> {
+    let meta = fs::metadata(input).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => TriageError::input(input, "no such file or directory"),
+        _ => TriageError::input(input, format!("cannot access: {e}")),
+    })?;
+    if meta.is_dir() {
+        discover_dir(input, rank)
+    } else {
+        discover_file(input, rank)
+    }
+}
+
+fn discover_file(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError> {
+    let file = TraceFile {
+        path: input.to_path_buf(),
+        rank: rank_from_name(&file_name(input)),
+        path_stage: stage_from_path(input),
+    };
+    let mut notes = Vec::new();
+    if let Some(wanted) = rank.filter(|r| file.rank != Some(*r)) {
+        notes.push(format!(
+            "--rank {wanted} ignored: the input is a single file, read as given"
+        ));
+    }
+    let parent = parent_dir(&absolute(input));
+    let server_args = find_server_args(&[parent.clone(), parent_dir(&parent)], &[])?;
+    Ok(TraceSet {
+        input: input.to_path_buf(),
+        files: vec![file],
+        server_args,
+        notes,
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Directory scan
+
+/// A trace file seen during the scan.
+#[derive(Clone, Debug)]
+struct Found {
+    path: PathBuf,
+    /// Directory depth below the input (0 = directly inside it).
+    depth: usize,
+    modified: SystemTime,
+    rank: Option<u32>,
+    path_stage: Stage,
+    /// Stage named by the directories between the input and the file (decides the
+    /// layout: `root/prefill/…` is a workload layout, `root/<ts>/…-EXTEND…` is not).
+    dir_stage: Stage,
+}
+
+/// Symlinked directory trees can loop; nothing real nests deeper than this.
+const MAX_DEPTH: usize = 8;
+
+const LOOKED_FOR: &str = "looked for *.trace.json[.gz], *.pt.trace.json[.gz], *.json[.gz]";
+
+fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError> {
+    let mut notes = Vec::new();
+    let found = scan(input, &mut notes)?;
+    if found.is_empty() {
+        return Err(no_traces(input));
+    }
+
+    let candidates = choose_layout(input, found, &mut notes);
+    let candidates = prefer_real_traces(candidates, &mut notes);
+    let candidates = choose_rank(input, candidates, rank, &mut notes)?;
+    let candidates = prefer_staged(candidates, &mut notes);
+    let mut files = newest_per_stage(candidates, &mut notes);
+    files.sort_by(|a, b| {
+        (a.path_stage.order(), file_name(&a.path)).cmp(&(b.path_stage.order(), file_name(&b.path)))
+    });
+
+    // Beside each trace, one level up, then around the input directory.
+    let mut near: Vec<PathBuf> = Vec::new();
+    for f in &files {
+        let dir = parent_dir(&absolute(&f.path));
+        let up = parent_dir(&dir);
+        near.push(dir);
+        near.push(up);
+    }
+    near.push(absolute(input));
+    near.push(parent_dir(&absolute(input)));
+    let server_args = find_server_args(&near, &[input.to_path_buf()])?;
+    Ok(TraceSet {
+        input: input.to_path_buf(),
+        files,
+        server_args,
+        notes,
+    })
+}
+
+fn no_traces(dir: &Path) -> TriageError {
+    TriageError::input(
+        dir,
+        format!(
+            "no trace files found under {} ({LOOKED_FOR})",
+            dir.display()
+        ),
+    )
+}
+
+/// Every trace file below `root`, depth-first in name order. Unreadable subdirectories
+/// are noted and skipped; an unreadable root is an error.
+fn scan(root: &Path, notes: &mut Vec<String>) -> Result<Vec<Found>, TriageError> {
+    let mut found = Vec::new();
+    let mut visited = HashSet::new();
+    let mut pending = vec![(root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = pending.pop() {
+        // A directory reached twice (through a symlink) is scanned once.
+        let canonical = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+        if !visited.insert(canonical) {
+            continue;
+        }
+        let entries = match read_dir_sorted(&dir) {
+            Ok(entries) => entries,
+            Err(e) if depth == 0 => {
+                return Err(TriageError::input(
+                    &dir,
+                    format!("cannot read directory: {e}"),
+                ))
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "skipped unreadable directory {}: {e}",
+                    dir.display()
+                ));
+                continue;
+            }
+        };
+        let mut subdirs = Vec::new();
+        for path in entries {
+            let Ok(meta) = fs::metadata(&path) else {
+                continue; // a dangling symlink
+            };
+            if meta.is_dir() {
+                if depth < MAX_DEPTH {
+                    subdirs.push((path, depth + 1));
+                }
+            } else if meta.is_file() && is_trace_file(&path) {
+                let relative = path.strip_prefix(root).unwrap_or(&path);
+                found.push(Found {
+                    rank: rank_from_name(&file_name(&path)),
+                    path_stage: stage_from_path(&path),
+                    dir_stage: relative.parent().map_or(Stage::All, stage_from_path),
+                    modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    path,
+                    depth,
+                });
+            }
+        }
+        // Reversed so the stack pops them in name order.
+        pending.extend(subdirs.into_iter().rev());
+    }
+    Ok(found)
+}
+
+fn read_dir_sorted(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    Ok(entries)
+}
+
+/// Chooses which found files compete (§2 step 3, with its notes).
+///
+/// * Files directly in the input directory: those.
+/// * Else, when some file sits in a stage directory below the input (the workload layout
+///   `root/prefill/…`, `root/decode/…`): all of them.
+/// * Else the directory holding the newest trace (a capture root with one directory per
+///   run): its files; the other directories are noted.
+fn choose_layout(input: &Path, found: Vec<Found>, notes: &mut Vec<String>) -> Vec<Found> {
+    if found.iter().any(|f| f.depth == 0) {
+        let (direct, nested): (Vec<_>, Vec<_>) = found.into_iter().partition(|f| f.depth == 0);
+        if !nested.is_empty() {
+            notes.push(format!(
+                "{} trace file(s) in subdirectories of {} not analysed (traces directly in it were found)",
+                nested.len(),
+                input.display()
+            ));
+        }
+        return direct;
+    }
+    if found.iter().any(|f| f.dir_stage != Stage::All) {
+        return found;
+    }
+    let newest = found
+        .iter()
+        .max_by_key(|f| f.modified)
+        .map(|f| parent_dir(&f.path))
+        .unwrap_or_default();
+    let (chosen, others): (Vec<_>, Vec<_>) = found
+        .into_iter()
+        .partition(|f| parent_dir(&f.path) == newest);
+    let other_dirs: BTreeSet<PathBuf> = others.iter().map(|f| parent_dir(&f.path)).collect();
+    if !other_dirs.is_empty() {
+        notes.push(format!(
+            "{} older trace director{} under {} not analysed (the newest is {}; pass it as --input to choose another)",
+            other_dirs.len(),
+            if other_dirs.len() == 1 { "y" } else { "ies" },
+            input.display(),
+            newest.display()
+        ));
+    }
+    chosen
+}
+
+/// Merged traces and the reserved names (`server_args.json`, ...) only when nothing
+/// else is there.
+fn prefer_real_traces(candidates: Vec<Found>, notes: &mut Vec<String>) -> Vec<Found> {
+    let (secondary, primary): (Vec<_>, Vec<_>) = candidates
+        .into_iter()
+        .partition(|f| is_secondary_name(&file_name(&f.path)));
+    if primary.is_empty() {
+        return secondary;
+    }
+    for f in &secondary {
+        notes.push(format!(
+            "not analysed: merged or auxiliary file {}",
+            f.path.display()
+        ));
+    }
+    primary
+}
+
+fn is_secondary_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.starts_with("merged-") || RESERVED_NAMES.contains(&lower.as_str())
+}
+
+const RESERVED_NAMES: [&str; 3] = ["server_args.json", "metadata.json", "config.json"];
+
+/// Keeps one rank: `wanted`, else 0, else the lowest. Files without a rank stay only for
+/// stages where the chosen rank has no file (the predecessor dropped them outright).
+fn choose_rank(
+    input: &Path,
+    candidates: Vec<Found>,
+    wanted: Option<u32>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Found>, TriageError> {
+    let ranks: BTreeSet<u32> = candidates.iter().filter_map(|f| f.rank).collect();
+    let chosen = match wanted {
+        Some(r) if ranks.contains(&r) => Some(r),
+        Some(r) => {
+            let available = if ranks.is_empty() {
+                "no file name carries a rank".to_string()
+            } else {
+                format!("available ranks: {}", rank_list(&ranks))
+            };
+            return Err(TriageError::input(
+                input,
+                format!("no trace of rank {r} found ({available})"),
+            ));
+        }
+        None => ranks.iter().next().copied(),
+    };
+    let Some(chosen) = chosen else {
+        return Ok(candidates);
+    };
+    let others: BTreeSet<u32> = ranks.iter().copied().filter(|r| *r != chosen).collect();
+    if !others.is_empty() {
+        let word = if others.len() == 1 { "rank" } else { "ranks" };
+        notes.push(format!(
+            "{word} {} not analysed (pass --rank N)",
+            rank_list(&others)
+        ));
+    }
+    let stages_with_rank: HashSet<Stage> = candidates
+        .iter()
+        .filter(|f| f.rank == Some(chosen))
+        .map(|f| f.path_stage)
+        .collect();
+    let mut kept = Vec::new();
+    for f in candidates {
+        match f.rank {
+            Some(r) if r == chosen => kept.push(f),
+            Some(_) => {}
+            None if stages_with_rank.contains(&f.path_stage) => notes.push(format!(
+                "not analysed: {} (no rank in its name; a rank-{chosen} trace covers its stage)",
+                f.path.display()
+            )),
+            None => kept.push(f),
+        }
+    }
+    Ok(kept)
+}
+
+/// `0, 2, 4-7`: runs of consecutive ranks collapsed.
+fn rank_list(ranks: &BTreeSet<u32>) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut iter = ranks.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end += 1;
+            iter.next();
+        }
+        parts.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    parts.join(", ")
+}
+
+/// When some files name their stage, an unstaged file next to them would mix both
+/// stages into one section (§14 item 15); it is left out, with a note.
+fn prefer_staged(candidates: Vec<Found>, notes: &mut Vec<String>) -> Vec<Found> {
+    if candidates.iter().all(|f| f.path_stage == Stage::All)
+        || candidates.iter().all(|f| f.path_stage != Stage::All)
+    {
+        return candidates;
+    }
+    let (staged, unstaged): (Vec<_>, Vec<_>) = candidates
+        .into_iter()
+        .partition(|f| f.path_stage != Stage::All);
+    for f in &unstaged {
+        notes.push(format!(
+            "not analysed: {} (its path names no stage; stage-named traces were found)",
+            f.path.display()
+        ));
+    }
+    staged
+}
+
+/// The newest file (by mtime) of each stage; older ones are noted.
+fn newest_per_stage(candidates: Vec<Found>, notes: &mut Vec<String>) -> Vec<TraceFile> {
+    let mut by_stage: BTreeMap<Stage, Vec<Found>> = BTreeMap::new();
+    for f in candidates {
+        by_stage.entry(f.path_stage).or_default().push(f);
+    }
+    let mut files = Vec::new();
+    for (stage, mut group) in by_stage {
+        // Newest last; equal times fall back to the path so the choice is stable.
+        group.sort_by(|a, b| (a.modified, &a.path).cmp(&(b.modified, &b.path)));
+        let Some(newest) = group.pop() else { continue };
+        for older in group.iter().rev() {
+            notes.push(format!(
+                "not analysed: {} (an older {} trace; only the newest per stage is read)",
+                older.path.display(),
+                stage.label()
+            ));
+        }
+        files.push(TraceFile {
+            path: newest.path,
+            rank: newest.rank,
+            path_stage: newest.path_stage,
+        });
+    }
+    files
+}
+
+// ---------------------------------------------------------------------------------------
+// What counts as a trace file
+
+/// By name (`*.trace.json[.gz]`, `*.pt.trace.json*`), or a generic `*.json[.gz]` whose
+/// first bytes look like a Chrome trace. Only the first few KB are ever read.
+fn is_trace_file(path: &Path) -> bool {
+    let lower = file_name(path).to_ascii_lowercase();
+    if lower.ends_with(".trace.json")
+        || lower.ends_with(".trace.json.gz")
+        || lower.contains(".pt.trace.json")
+    {
+        return true;
+    }
+    if !(lower.ends_with(".json") || lower.ends_with(".json.gz")) {
+        return false;
+    }
+    sniff_is_trace(path)
+}
+
+/// How much of a generic JSON file is read to decide.
+const SNIFF_BYTES: u64 = 64 * 1024;
+
+/// Top-level keys only torch.profiler writes first.
+const KINETO_FIRST_KEYS: [&str; 6] = [
+    "\"traceEvents\"",
+    "\"schemaVersion\"",
+    "\"deviceProperties\"",
+    "\"distributedInfo\"",
+    "\"displayTimeUnit\"",
+    "\"baseTimeNanoseconds\"",
+];
+
+fn sniff_is_trace(path: &Path) -> bool {
+    let Ok(mut file) = fs::File::open(path) else {
+        return false;
+    };
+    let mut magic = [0u8; 2];
+    let gzip = file.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
+    let Ok(file) = fs::File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    let read = if gzip {
+        flate2::read::MultiGzDecoder::new(file)
+            .take(SNIFF_BYTES)
+            .read_to_end(&mut head)
+    } else {
+        file.take(SNIFF_BYTES).read_to_end(&mut head)
+    };
+    // A truncated gzip still yields its first bytes; judge what arrived.
+    if read.is_err() && head.is_empty() {
+        return false;
+    }
+    looks_like_trace(&head)
+}
+
+/// `{"traceEvents"…`, an object whose first key is a torch.profiler key, one that
+/// mentions `"traceEvents"` early, or a list of event objects (`[{… "ph" …`).
+fn looks_like_trace(head: &[u8]) -> bool {
+    let head = head.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(head);
+    let text = String::from_utf8_lossy(head);
+    let body = text.trim_start();
+    if let Some(rest) = body.strip_prefix('{') {
+        let rest = rest.trim_start();
+        return KINETO_FIRST_KEYS.iter().any(|k| rest.starts_with(k))
+            || memchr::memmem::find(head, b"\"traceEvents\"").is_some();
+    }
+    if let Some(rest) = body.strip_prefix('[') {
+        return rest.trim_start().starts_with('{') && rest.contains("\"ph\"");
+    }
+    false
+}
+
+// ---------------------------------------------------------------------------------------
+// Ranks from file names
+
+/// Rank patterns, first match wins (case-insensitive; the file name only). DP, CP, PP
+/// and EP indices are not ranks here.
+static RANK_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    [
+        // trace_tp1.json, TokenSpeed …-DP0-CP0-TP1-EXTEND…, …-TP-0-DECODE…
+        r"(?i)(?:^|[_.-])tp-?(\d+)(?:[_.-]|$)",
+        // SGLang/TokenSpeed TP-<r> anywhere.
+        r"(?i)tp-(\d+)",
+        // vLLM rank0.*, TensorRT-LLM <base>-rank-<r>.json
+        r"(?i)(?:^|[_.-])rank-?(\d+)(?:[_.-]|$)",
+        // Kineto's tensorboard handler: worker0.pt.trace.json
+        r"(?i)(?:^|[_.-])worker-?(\d+)(?:[_.-]|$)",
+    ]
+    .iter()
+    .filter_map(|p| Regex::new(p).ok())
+    .collect()
+});
+
+/// The TP rank a trace file's name carries, if any.
+pub fn rank_from_name(name: &str) -> Option<u32> {
+    RANK_PATTERNS
+        .iter()
+        .find_map(|re| re.captures(name)?.get(1)?.as_str().parse().ok())
+}
+
+// ---------------------------------------------------------------------------------------
+// server_args.json
+
+/// The first `server_args.json` in `dirs`, else one or two levels inside any of `roots`
+/// (the live-capture layout `root/<stage>/<ts>/server_args.json` the predecessor missed).
+fn find_server_args(
+    dirs: &[PathBuf],
+    roots: &[PathBuf],
+) -> Result<Option<ServerArgs>, TriageError> {
+    let mut seen = HashSet::new();
+    for dir in dirs {
+        if !seen.insert(dir.clone()) {
+            continue;
+        }
+        let path = dir.join("server_args.json");
+        if path.is_file() {
+            return parse_server_args(&path).map(Some);
+        }
+    }
+    for root in roots {
+        for child in subdirs(root) {
+            let path = child.join("server_args.json");
+            if path.is_file() {
+                return parse_server_args(&path).map(Some);
+            }
+            for grandchild in subdirs(&child) {
+                let path = grandchild.join("server_args.json");
+                if path.is_file() {
+                    return parse_server_args(&path).map(Some);
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    read_dir_sorted(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+fn parse_server_args(path: &Path) -> Result<ServerArgs, TriageError> {
+    let bytes =
+        fs::read(path).map_err(|e| TriageError::input(path, format!("cannot read: {e}")))?;
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(values)) => Ok(ServerArgs {
+            path: path.to_path_buf(),
+            values,
+        }),
+        Ok(_) => Err(TriageError::input(
+            path,
+            "invalid server_args.json: not a JSON object",
+        )),
+        Err(e) => Err(TriageError::input(
+            path,
+            format!("invalid server_args.json: {e}"),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Path helpers
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// `path` made absolute (so `..` of a relative input exists); as given if that fails.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The parent directory; `.` for a bare file name.
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const TRACE: &str = r#"{"schemaVersion": 1, "traceEvents": []}"#;
+
+    /// Creates `rel` under `root` with `text`, its mtime `age_s` seconds in the past.
+    fn put(root: &Path, rel: &str, text: &str, age_s: u64) -> PathBuf {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap();
+        let when = SystemTime::now() - Duration::from_secs(age_s);
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+        path
+    }
+
+    fn names(set: &TraceSet) -> Vec<String> {
+        set.files.iter().map(|f| file_name(&f.path)).collect()
+    }
+
+    fn err(result: Result<TraceSet, TriageError>) -> String {
+        match result {
+            Ok(set) => panic!("expected an error, got {:?}", names(&set)),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn shared(name: &str) -> PathBuf {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")).join(name)
+    }
+
+    #[test]
+    fn rank_patterns() {
+        let cases = [
+            ("trace_tp1.json", Some(1)),
+            ("1761000000.5-TP-0-EXTEND.trace.json.gz", Some(0)),
+            ("ts-triage-prefill-TP-3.trace.json.gz", Some(3)),
+            ("1761000000.5-DP1-CP0-TP2-DECODE.trace.json.gz", Some(2)),
+            ("1761000000.5-TP5.trace.json.gz", Some(5)),
+            ("rank0.pt.trace.json.gz", Some(0)),
+            ("trace-prefill-rank-6.json", Some(6)),
+            ("worker0.pt.trace.json.gz", Some(0)),
+            ("gpu-host_12345.1700000000123.pt.trace.json.gz", None),
+            ("http_trace.json", None),
+            ("decode_gpu_0.json", None),
+            (
+                "mixed_steady_state_prefilldecode_0_decode_31_bs511_conc31_1779988386.8841596-TP-0.trace_annotation_iteration_1.json",
+                Some(0),
+            ),
+        ];
+        for (name, want) in cases {
+            assert_eq!(rank_from_name(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn missing_and_empty_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = err(discover(&dir.path().join("nope"), None));
+        assert!(e.ends_with("nope: no such file or directory"), "{e}");
+        put(dir.path(), "server_args.json", "{}", 0);
+        put(dir.path(), "notes.txt", "x", 0);
+        put(dir.path(), "bench.json", r#"{"requests": [{"ph": 1}]}"#, 0);
+        let e = err(discover(dir.path(), None));
+        let want = format!(
+            "no trace files found under {} (looked for *.trace.json[.gz], *.pt.trace.json[.gz], *.json[.gz])",
+            dir.path().display()
+        );
+        assert!(e.ends_with(&want), "{e}");
+    }
+
+    #[test]
+    fn single_file_is_taken_as_is_with_server_args_two_levels_up() {
+        let dir = tempfile::tempdir().unwrap();
+        put(
+            dir.path(),
+            "server_args.json",
+            r#"{"model_path": "Qwen/Qwen3-8B", "tp_size": 2}"#,
+            0,
+        );
+        let file = put(dir.path(), "decode/run/anything.bin", "not even JSON", 0);
+        let set = discover(&file, Some(1)).unwrap();
+        assert_eq!(set.files.len(), 1);
+        assert_eq!(set.files[0].path, file);
+        assert_eq!(set.files[0].path_stage, Stage::Decode);
+        assert_eq!(set.files[0].rank, None);
+        assert!(
+            set.server_args.is_none(),
+            "two levels up is too far for a file"
+        );
+        assert_eq!(
+            set.notes,
+            ["--rank 1 ignored: the input is a single file, read as given"]
+        );
+
+        let file = put(dir.path(), "decode/x-TP-1.trace.json", TRACE, 0);
+        let set = discover(&file, None).unwrap();
+        assert_eq!(set.files[0].rank, Some(1));
+        let args = set.server_args.unwrap();
+        assert_eq!(args.path, dir.path().join("server_args.json"));
+        assert_eq!(args.values["model_path"], "Qwen/Qwen3-8B");
+    }
+
+    #[test]
+    fn direct_files_rank_zero_preferred_others_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for r in 0..8 {
+            put(root, &format!("1761.5-TP-{r}.trace.json.gz"), TRACE, 10);
+        }
+        put(root, "server_args.json", r#"{"tp_size": 8}"#, 0);
+        put(root, "config.json", r#"{"traceEvents": []}"#, 0);
+        put(root, "MERGED-all.trace.json", TRACE, 0);
+        let set = discover(root, None).unwrap();
+        assert_eq!(names(&set), ["1761.5-TP-0.trace.json.gz"]);
+        assert_eq!(set.files[0].rank, Some(0));
+        assert_eq!(set.server_args.unwrap().values["tp_size"], 8);
+        assert!(
+            set.notes
+                .contains(&"ranks 1-7 not analysed (pass --rank N)".to_string()),
+            "{:?}",
+            set.notes
+        );
+        assert!(
+            set.notes
+                .iter()
+                .any(|n| n.contains("MERGED-all.trace.json")),
+            "{:?}",
+            set.notes
+        );
+        assert!(
+            set.notes.iter().any(|n| n.contains("config.json")),
+            "{:?}",
+            set.notes
+        );
+
+        let set = discover(root, Some(3)).unwrap();
+        assert_eq!(names(&set), ["1761.5-TP-3.trace.json.gz"]);
+        assert!(set
+            .notes
+            .contains(&"ranks 0-2, 4-7 not analysed (pass --rank N)".to_string()));
+        let e = err(discover(root, Some(9)));
+        assert!(
+            e.ends_with("no trace of rank 9 found (available ranks: 0-7)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn merged_traces_when_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "merged-abc.trace.json", TRACE, 0);
+        let set = discover(dir.path(), None).unwrap();
+        assert_eq!(names(&set), ["merged-abc.trace.json"]);
+        assert!(set.notes.is_empty());
+    }
+
+    #[test]
+    fn sglang_workload_layout_finds_nested_server_args() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(
+            root,
+            "prefill/1761.1/server_args.json",
+            r#"{"model_path": "m"}"#,
+            0,
+        );
+        put(
+            root,
+            "prefill/1761.1/ts-prefill-1761.1-TP-0.trace.json.gz",
+            TRACE,
+            5,
+        );
+        put(
+            root,
+            "prefill/1761.1/ts-prefill-1761.1-TP-1.trace.json.gz",
+            TRACE,
+            5,
+        );
+        put(
+            root,
+            "decode/1761.2/server_args.json",
+            r#"{"model_path": "m"}"#,
+            0,
+        );
+        put(
+            root,
+            "decode/1761.2/ts-decode-1761.2-TP-0.trace.json.gz",
+            TRACE,
+            4,
+        );
+        put(
+            root,
+            "decode/1761.2/ts-decode-1761.2-TP-1.trace.json.gz",
+            TRACE,
+            4,
+        );
+        let set = discover(root, None).unwrap();
+        assert_eq!(
+            names(&set),
+            [
+                "ts-prefill-1761.1-TP-0.trace.json.gz",
+                "ts-decode-1761.2-TP-0.trace.json.gz"
+            ]
+        );
+        let stages: Vec<Stage> = set.files.iter().map(|f| f.path_stage).collect();
+        assert_eq!(stages, [Stage::Extend, Stage::Decode]);
+        let args = set.server_args.unwrap();
+        assert_eq!(args.path, root.join("prefill/1761.1/server_args.json"));
+        assert_eq!(set.notes, ["rank 1 not analysed (pass --rank N)"]);
+    }
+
+    #[test]
+    fn server_args_one_level_inside_stage_dirs() {
+        // Traces moved up to root/<stage>/, server_args left in root/<stage>/<ts>/.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(
+            root,
+            "decode/1761.2/server_args.json",
+            r#"{"tp_size": 1}"#,
+            0,
+        );
+        put(root, "decode/x-TP-0.trace.json.gz", TRACE, 0);
+        let set = discover(root, None).unwrap();
+        assert_eq!(
+            set.server_args.unwrap().path,
+            root.join("decode/1761.2/server_args.json")
+        );
+    }
+
+    #[test]
+    fn invalid_server_args_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        put(dir.path(), "a.trace.json", TRACE, 0);
+        let bad = put(dir.path(), "server_args.json", "{not json", 0);
+        let e = err(discover(dir.path(), None));
+        assert!(
+            e.starts_with(&format!("{}: invalid server_args.json: ", bad.display())),
+            "{e}"
+        );
+        put(dir.path(), "server_args.json", "[1]", 0);
+        let e = err(discover(dir.path(), None));
+        assert!(
+            e.ends_with("invalid server_args.json: not a JSON object"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sglang_legacy_newest_run_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(root, "1761.0/1761.0-TP-0-EXTEND.trace.json.gz", TRACE, 100);
+        put(root, "1761.0/1761.0-TP-0-DECODE.trace.json.gz", TRACE, 100);
+        put(root, "1762.0/1762.0-TP-0-EXTEND.trace.json.gz", TRACE, 10);
+        put(root, "1762.0/1762.0-TP-0-DECODE.trace.json.gz", TRACE, 9);
+        put(root, "1762.0/1762.0-TP-0.trace.json.gz", TRACE, 8);
+        put(root, "1762.0/server_args.json", r#"{"tp_size": 1}"#, 0);
+        let set = discover(root, None).unwrap();
+        assert_eq!(
+            names(&set),
+            [
+                "1762.0-TP-0-EXTEND.trace.json.gz",
+                "1762.0-TP-0-DECODE.trace.json.gz"
+            ]
+        );
+        assert_eq!(
+            set.server_args.unwrap().path,
+            root.join("1762.0/server_args.json")
+        );
+        assert_eq!(set.notes.len(), 2, "{:?}", set.notes);
+        assert!(
+            set.notes[0].starts_with("1 older trace directory under "),
+            "{:?}",
+            set.notes
+        );
+        assert!(
+            set.notes[1].contains("1762.0-TP-0.trace.json.gz (its path names no stage"),
+            "{:?}",
+            set.notes
+        );
+    }
+
+    #[test]
+    fn older_duplicates_per_stage_are_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(root, "1.5-DP0-TP-0-DECODE.trace.json.gz", TRACE, 30);
+        put(root, "1.5-DP1-TP-0-DECODE.trace.json.gz", TRACE, 20);
+        let set = discover(root, None).unwrap();
+        assert_eq!(names(&set), ["1.5-DP1-TP-0-DECODE.trace.json.gz"]);
+        assert_eq!(set.notes.len(), 1);
+        assert!(set.notes[0].contains("1.5-DP0-TP-0-DECODE.trace.json.gz (an older decode trace"));
+    }
+
+    #[test]
+    fn vllm_layouts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(
+            root,
+            "vllm_profile/prefill/rank0.1700.pt.trace.json.gz",
+            TRACE,
+            5,
+        );
+        put(
+            root,
+            "vllm_profile/prefill/rank1.1700.pt.trace.json.gz",
+            TRACE,
+            5,
+        );
+        put(
+            root,
+            "vllm_profile/decode/gpu-host_4242.1700000000123.pt.trace.json.gz",
+            TRACE,
+            5,
+        );
+        let set = discover(&root.join("vllm_profile"), None).unwrap();
+        // The unranked decode trace stays: no rank-0 trace covers its stage.
+        assert_eq!(
+            names(&set),
+            [
+                "rank0.1700.pt.trace.json.gz",
+                "gpu-host_4242.1700000000123.pt.trace.json.gz"
+            ]
+        );
+        assert_eq!(set.files[1].rank, None);
+        assert!(set.server_args.is_none());
+    }
+
+    #[test]
+    fn tensorrt_llm_generic_names_are_sniffed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(root, "trace-prefill-rank-0.json", TRACE, 5);
+        put(
+            root,
+            "trace-decode-rank-0.json",
+            r#"[{"ph": "X", "name": "k"}]"#,
+            5,
+        );
+        put(root, "trace-decode-rank-1.json", TRACE, 5);
+        put(
+            root,
+            "benchmark-prefill.json",
+            r#"{"results": [{"ph": "X"}]}"#,
+            0,
+        );
+        put(root, "list.json", r#"[1, 2]"#, 0);
+        let set = discover(root, None).unwrap();
+        assert_eq!(
+            names(&set),
+            ["trace-prefill-rank-0.json", "trace-decode-rank-0.json"]
+        );
+        assert_eq!(set.notes, ["rank 1 not analysed (pass --rank N)"]);
+    }
+
+    #[test]
+    fn sniffing_reads_only_the_head() {
+        // torch.profiler's first key decides even when traceEvents is far away.
+        let padding = "x".repeat(200_000);
+        let late = format!(r#"{{"schemaVersion": 1, "pad": "{padding}", "traceEvents": []}}"#);
+        assert!(looks_like_trace(late.as_bytes()));
+        assert!(looks_like_trace(
+            br#"  {"metadata": {}, "traceEvents": []}"#
+        ));
+        assert!(!looks_like_trace(br#"{"model_path": "x"}"#));
+        assert!(!looks_like_trace(b"[]"));
+        assert!(!looks_like_trace(b""));
+        // Every shared trace has a generic .json[.gz] name and must be recognised.
+        let dir = tempfile::tempdir().unwrap();
+        for entry in fs::read_dir(shared("")).unwrap() {
+            let path = entry.unwrap().path();
+            let name = file_name(&path);
+            if name.ends_with(".md") {
+                continue;
+            }
+            let link = dir.path().join(&name);
+            std::os::unix::fs::symlink(&path, &link).unwrap();
+            assert!(is_trace_file(&link), "{name}");
+        }
+    }
+
+    #[test]
+    fn symlink_loops_terminate() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(root, "a/b/x-TP-0.trace.json", TRACE, 0);
+        std::os::unix::fs::symlink(root, root.join("a/b/loop")).unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("a/b/up")).unwrap();
+        let set = discover(root, None).unwrap();
+        assert_eq!(names(&set), ["x-TP-0.trace.json"]);
+    }
+
+    #[test]
+    fn direct_traces_win_over_nested_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        put(root, "a.trace.json", TRACE, 50);
+        put(root, "decode/b.trace.json", TRACE, 0);
+        let set = discover(root, None).unwrap();
+        assert_eq!(names(&set), ["a.trace.json"]);
+        assert_eq!(set.notes.len(), 1);
+        assert!(set.notes[0].starts_with("1 trace file(s) in subdirectories of"));
+    }
+
+    #[test]
+    fn outer_stage_words_do_not_make_a_workload_layout() {
+        // `x_prefill_study/` is the input itself; only stage names below it pick the
+        // workload layout, so the newest run directory is chosen.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("x_prefill_study");
+        put(&root, "run1/a.trace.json", TRACE, 50);
+        put(&root, "run2/b.trace.json", TRACE, 10);
+        let set = discover(&root, None).unwrap();
+        assert_eq!(names(&set), ["b.trace.json"]);
+        assert_eq!(set.files[0].path_stage, Stage::Extend);
+    }
+}
