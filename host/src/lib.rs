@@ -14,5 +14,5 @@ pub mod error;
 pub mod exit;
 pub mod plugins;
 pub mod report;
-// pub mod run; (wired once the analysis modules land)
+pub mod run;
 pub mod trace;

@@ -1,3 +1,149 @@
+//! `llm-triage`: parse the command line, run one command, map errors to exit codes.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use clap::{CommandFactory, Parser};
+
+use llm_triage::cli::{Cli, Command, OutputFormat, PluginsCommand, TriageArgs};
+use llm_triage::error::{Result, TriageError};
+use llm_triage::exit;
+use llm_triage::plugins;
+use llm_triage::report::{self, Format};
+use llm_triage::run::{triage, TriageRequest};
+
 fn main() {
-    std::process::exit(llm_triage::exit::OK);
+    let cli = Cli::parse_from(compat_args(std::env::args_os()));
+    let code = match run(cli) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("llm-triage: error: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+/// The predecessor took an optional leading `triage` word; clap's subcommand covers
+/// it, so nothing to rewrite yet. Kept as the one place for spelling compatibility.
+fn compat_args(args: std::env::ArgsOs) -> Vec<std::ffi::OsString> {
+    args.collect()
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        None => run_triage(&cli.triage, &cli.plugin_dirs),
+        Some(Command::Triage(ref args)) => run_triage(args, &cli.plugin_dirs),
+        Some(Command::Plugins(ref command)) => run_plugins(command, &cli.plugin_dirs),
+        Some(Command::Completions { shell }) => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "llm-triage", &mut std::io::stdout());
+            Ok(())
+        }
+    }
+}
+
+fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<()> {
+    let Some(input) = args.input.clone() else {
+        return Err(TriageError::Usage(
+            "nothing to triage: pass --input PATH (a trace file or profile directory); see --help"
+                .to_string(),
+        ));
+    };
+    if !(args.min_share.is_finite() && (0.0..=100.0).contains(&args.min_share)) {
+        return Err(TriageError::Usage(format!(
+            "--min-share must be a percentage between 0 and 100, got {}",
+            args.min_share
+        )));
+    }
+    let request = TriageRequest {
+        input,
+        framework: args.framework.clone(),
+        rank: args.rank,
+        min_share_pct: args.min_share,
+        kernel_table_limit: args.kernel_table_limit,
+        catalog: args.catalog.clone(),
+        plugin_dirs: plugin_dirs.to_vec(),
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+    };
+    let report = triage(&request)?;
+    let format = match args.format {
+        OutputFormat::Markdown => Format::Markdown,
+        OutputFormat::Text => Format::Text,
+        OutputFormat::Json => Format::Json,
+    };
+    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let text = report::render(&report, format, report::color_wanted(to_terminal));
+    match &args.output {
+        Some(path) => write_atomically(path, text.as_bytes()),
+        None => print_stdout(&text),
+    }
+}
+
+fn run_plugins(command: &PluginsCommand, plugin_dirs: &[std::path::PathBuf]) -> Result<()> {
+    let dirs = plugins::search_dirs(plugin_dirs);
+    let text = match command {
+        PluginsCommand::List => plugins::list(&dirs)?,
+        PluginsCommand::Info { name } => plugins::info(&dirs, name)?,
+        PluginsCommand::Install { file, force } => plugins::install(file, *force, &user_dir()?)?,
+        PluginsCommand::Remove { name } => plugins::remove(name, &user_dir()?)?,
+        PluginsCommand::Doctor => plugins::doctor(&dirs)?,
+    };
+    print_stdout(&text)
+}
+
+/// The user plugin directory `install` and `remove` work in.
+fn user_dir() -> Result<std::path::PathBuf> {
+    plugins::user_plugin_dir().ok_or_else(|| {
+        TriageError::Usage("no user plugin directory: set XDG_DATA_HOME or HOME".to_string())
+    })
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+fn print_stdout(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let result = out
+        .write_all(text.as_bytes())
+        .and_then(|_| {
+            if text.ends_with('\n') {
+                Ok(())
+            } else {
+                out.write_all(b"\n")
+            }
+        })
+        .and_then(|_| out.flush());
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(TriageError::Output {
+            path: "<stdout>".into(),
+            message: e.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`, so
+/// a reader never sees half a report.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let fail = |e: std::io::Error| TriageError::Output {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut data = bytes.to_vec();
+    if !data.ends_with(b"\n") {
+        data.push(b'\n');
+    }
+    std::fs::write(&tmp, &data).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e)
+    })
 }

@@ -48,7 +48,7 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
     let selection = plugins::select(&plugin_set, &request.framework, &evidences)?;
     let engine = selection.engine;
 
-    let locator = Locator::new(&engine.attribution()?);
+    let locator = Locator::new(&abi_attribution(&engine.attribution()?));
     let linked: Vec<Linked> = traces.iter().map(link).collect();
     let splits = traces
         .iter()
@@ -176,7 +176,12 @@ fn read_all(set: &TraceSet, progress: bool) -> Result<Vec<Trace>> {
 }
 
 /// The stage split of one trace: its path names the stage, or the plugin's markers do.
-fn stage_trace(engine: &Engine, trace: &Trace, path_stage: Stage, linked: &Linked) -> Result<StageSplit> {
+fn stage_trace(
+    engine: &Engine,
+    trace: &Trace,
+    path_stage: Stage,
+    linked: &Linked,
+) -> Result<StageSplit> {
     let path_stage = match path_stage {
         Stage::All => match engine.stage_of(MarkerKind::FilePath, &trace.path.to_string_lossy())? {
             StageHint::Extend => Stage::Extend,
@@ -239,4 +244,19 @@ fn model_name(args: &serde_json::Map<String, serde_json::Value>) -> Option<Strin
         .iter()
         .filter_map(|k| args.get(*k))
         .find_map(|v| v.as_str().map(str::to_string))
+}
+
+/// The locator reads the ABI form of an engine's attribution.
+fn abi_attribution(a: &plugins::Attribution) -> llm_triage_plugin_api::Attribution {
+    llm_triage_plugin_api::Attribution {
+        source_roots: a.source_roots.iter().map(|r| r.as_str().into()).collect(),
+        wrapper_frames: a
+            .wrapper_frames
+            .iter()
+            .map(|w| llm_triage_plugin_api::WrapperFrame {
+                path_contains: w.path_contains.as_str().into(),
+                function: w.function.as_str().into(),
+            })
+            .collect(),
+    }
 }
