@@ -1,8 +1,10 @@
 //! The analyses: kernel table (and later overlap, fuse, similarity).
 
 pub mod families;
+pub mod kernels;
+pub mod location;
 pub mod names;
 #[cfg(test)]
+mod real_traces;
+#[cfg(test)]
 pub(crate) mod test_trace;
-pub mod location;
-pub mod kernels;
