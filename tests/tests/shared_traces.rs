@@ -68,7 +68,8 @@ fn explicit_framework_analyses_a_refused_trace() {
     assert_eq!(framework_of(&report), "vllm");
     let decided = report["framework"]["decided_by"][0].as_str().unwrap();
     assert!(decided.contains("--framework"), "{decided}");
-    let gpu = gpu_events(&raw_events(&path));
+    let events = raw_events(&path);
+    let gpu = gpu_events(&events);
     let total_ns: i64 = gpu.iter().map(|e| us_to_ns(&e["dur"])).sum();
     let reported: f64 = report["stages"]
         .as_array()
