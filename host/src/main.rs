@@ -73,7 +73,11 @@ fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<(
         OutputFormat::Json => Format::Json,
     };
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
-    let text = report::render(&report, format, report::color_wanted(to_terminal));
+    let options = report::RenderOptions {
+        color: report::color_wanted(to_terminal),
+        min_share_pct: args.min_share,
+    };
+    let text = report::render_with(&report, format, &options);
     match &args.output {
         Some(path) => write_atomically(path, text.as_bytes()),
         None => print_stdout(&text),
