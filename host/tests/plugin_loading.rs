@@ -518,3 +518,85 @@ fn auto_detection_on_hand_built_evidence() {
         "{err}"
     );
 }
+
+/// The verdicts shared/traces/SOURCES.md expects from `--framework auto`.
+#[test]
+fn real_traces_get_the_expected_verdicts() {
+    use llm_triage::trace::evidence::evidence;
+    use llm_triage::trace::read::read_trace;
+    let (_dir, set) = engines();
+    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    let cases = [
+        ("AMD-AGI__TraceLens__eager_trace.json.gz", Some("vllm")),
+        (
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz",
+            Some("sglang"),
+        ),
+        (
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+            Some("sglang"),
+        ),
+        (
+            "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz",
+            Some("vllm"),
+        ),
+        (
+            "AMD-AGI__TraceLens__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+            None,
+        ),
+        (
+            "facebookresearch__HolisticTraceAnalysis__nccl_data.json.gz",
+            None,
+        ),
+        ("pytorch__kineto__worker0.pt.trace.json.gz", None),
+        ("zhang-yuhui__nano-vllm__decode_gpu_0.json", None),
+    ];
+    for (file, expected) in cases {
+        let trace = read_trace(&traces.join(file), &mut |_| {}).expect(file);
+        let ev = evidence(&trace, None);
+        match (select(&set, "auto", std::slice::from_ref(&ev)), expected) {
+            (Ok(s), Some(name)) => assert_eq!(s.engine.name(), name, "{file}: {:?}", s.decided_by),
+            (Err(e), None) => assert_eq!(e.exit_code(), 4, "{file}: {e}"),
+            (got, _) => panic!("{file}: expected {expected:?}, got {got:?}"),
+        }
+    }
+}
+
+#[test]
+fn real_sglang_traces_name_their_stage() {
+    use llm_triage::trace::evidence::evidence;
+    use llm_triage::trace::read::read_trace;
+    let (_dir, set) = engines();
+    let sglang = set.find("sglang").unwrap();
+    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces");
+    // Frame counts as listed in shared/traces/SOURCES.md.
+    for (file, stage, frames) in [
+        (
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+            StageHint::Decode,
+            "83 python frames under sglang/",
+        ),
+        (
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz",
+            StageHint::Extend,
+            "5493 python frames under sglang/ (+108 under sgl_kernel/)",
+        ),
+    ] {
+        let trace = read_trace(&traces.join(file), &mut |_| {}).expect(file);
+        let stages: Vec<StageHint> = trace
+            .annotations
+            .iter()
+            .map(|a| {
+                sglang
+                    .stage_of(MarkerKind::Annotation, trace.name(a.name))
+                    .unwrap()
+            })
+            .filter(|h| *h != StageHint::Unknown)
+            .collect();
+        // One step[…] and one execute_…_generation_… annotation, agreeing.
+        assert_eq!(stages, [stage, stage], "{file}");
+        let ev = evidence(&trace, None);
+        let claim = sglang.detect(&ev).unwrap().expect(file);
+        assert_eq!(claim.evidence[0], frames, "{file}");
+    }
+}
