@@ -149,40 +149,41 @@ fn accumulate_trace(
         let canonical = canonical_of
             .entry(op.name)
             .or_insert_with(|| canonical_name(trace.name(op.name)));
-        let location = site.stack.and_then(|id| {
-            location_of
+        let location: Option<&str> = match site.stack {
+            Some(id) => location_of
                 .entry(id)
                 .or_insert_with(|| {
                     let frames: Vec<&str> =
                         linked.stack(id).iter().map(|&s| trace.name(s)).collect();
                     locator.location(&frames)
                 })
-                .clone()
-        });
+                .as_deref(),
+            None => None,
+        };
         if location.is_none() {
             acc.unresolved_ns += op.dur;
         }
-        let next_index = acc.rows.len();
-        let row = acc
-            .rows
-            .entry(canonical.clone())
-            .or_insert_with(|| RowAccumulator {
-                first_seen: next_index,
+        // Look up before inserting: one String allocation per row, not per op.
+        if !acc.rows.contains_key(canonical.as_str()) {
+            let first_seen = acc.rows.len();
+            let row = RowAccumulator {
+                first_seen,
                 ..Default::default()
-            });
+            };
+            acc.rows.insert(canonical.clone(), row);
+        }
+        let Some(row) = acc.rows.get_mut(canonical.as_str()) else {
+            continue;
+        };
         row.total_ns += op.dur;
         row.launches += 1;
         let raw = trace.name(op.name);
         if !row.raw_names.iter().any(|r| r == raw) {
             row.raw_names.push(raw.to_string());
         }
-        *row.site_ns
-            .entry(location.unwrap_or_else(|| UNRESOLVED.to_string()))
-            .or_default() += op.dur;
+        add_to(&mut row.site_ns, location.unwrap_or(UNRESOLVED), op.dur);
         if let Some(cpu_op) = site.cpu_op {
-            *row.cpu_op_counts
-                .entry(trace.name(cpu_op).to_string())
-                .or_default() += 1;
+            add_to(&mut row.cpu_op_counts, trace.name(cpu_op), 1);
         }
     }
     // Notes about this trace go to every stage it fed; the split's notes concern
@@ -192,6 +193,16 @@ fn accumulate_trace(
         acc.notes.extend(pid_notes.iter().cloned());
         if stage == Stage::All {
             acc.notes.extend(split.notes.iter().cloned());
+        }
+    }
+}
+
+/// `map[key] += amount`, allocating the key only when it is new.
+fn add_to<T: std::ops::AddAssign + Default>(map: &mut HashMap<String, T>, key: &str, amount: T) {
+    match map.get_mut(key) {
+        Some(value) => *value += amount,
+        None => {
+            map.insert(key.to_string(), amount);
         }
     }
 }

@@ -132,7 +132,7 @@ impl Locator {
             if self.is_wrapper(&path, frame.function) {
                 return None;
             }
-            let shown = self.from_source_root(&path)?;
+            let shown = self.shown_from_source_root(&path)?;
             Some(format!("{shown}:{} {}", frame.line, frame.function))
         });
         engine.or_else(|| {
@@ -164,7 +164,7 @@ impl Locator {
     /// `path` from the first source root (in the plugin's order) that starts one of
     /// its components; the last such occurrence, so a checkout directory named like
     /// the package (`/ws/sglang/python/sglang/srt/...`) is skipped.
-    fn from_source_root<'p>(&self, path: &'p str) -> Option<&'p str> {
+    fn shown_from_source_root<'p>(&self, path: &'p str) -> Option<&'p str> {
         self.source_roots.iter().find_map(|root| {
             let root = root.trim_start_matches('/');
             path.match_indices(root)
