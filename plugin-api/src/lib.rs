@@ -327,7 +327,7 @@ pub mod scan {
     use super::{Claim, Counted, StageHint, TraceEvidence};
 
     /// The non-empty components of a path, split on `/` and `\\`.
-    pub fn components(path: &str) -> impl Iterator<Item = &str> {
+    pub fn components(path: &str) -> impl DoubleEndedIterator<Item = &str> {
         path.split(['/', '\\']).filter(|c| !c.is_empty())
     }
 
@@ -389,7 +389,7 @@ pub mod scan {
 
     /// The file-name part of a path.
     pub fn file_name(path: &str) -> &str {
-        components(path).last().unwrap_or("")
+        components(path).next_back().unwrap_or("")
     }
 
     /// One piece of detection evidence with the score it earns.
@@ -404,7 +404,7 @@ pub mod scan {
     /// `None` when there is no signal.
     pub fn best_claim(signals: impl IntoIterator<Item = Signal>) -> Option<Claim> {
         let mut signals: Vec<Signal> = signals.into_iter().collect();
-        signals.sort_by(|a, b| b.score.cmp(&a.score));
+        signals.sort_by_key(|s| std::cmp::Reverse(s.score));
         let top = signals.first()?.score;
         Some(Claim {
             score: top,

@@ -73,7 +73,7 @@ fn auto_select<'a>(
         }
     }
     // Strongest first; equal scores keep search order (only for display: a tie refuses).
-    claims.sort_by(|a, b| b.1.score.cmp(&a.1.score));
+    claims.sort_by_key(|(_, claim)| std::cmp::Reverse(claim.score));
     let Some((top_engine, top)) = claims.first() else {
         return Err(TriageError::FrameworkRefused(format!(
             "no engine plugin recognised {}.\n{}\n{}",

@@ -222,13 +222,13 @@ fn stage_of_annotation(name: &str) -> StageHint {
 /// `<prefix>-prefill-…` of stage-separated captures); the last stage token wins.
 fn stage_of_file_name(name: &str) -> StageHint {
     name.split(['-', '.', '_'])
-        .filter_map(|token| match token.to_ascii_uppercase().as_str() {
+        .rev()
+        .find_map(|token| match token.to_ascii_uppercase().as_str() {
             "EXTEND" | "PREFILL" => Some(StageHint::Extend),
             "DECODE" => Some(StageHint::Decode),
             "MIXED" => Some(StageHint::Mixed),
             _ => None,
         })
-        .last()
         .unwrap_or(StageHint::Unknown)
 }
 

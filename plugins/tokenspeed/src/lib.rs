@@ -166,12 +166,12 @@ fn file_name_signal(evidence: &TraceEvidence) -> Option<Signal> {
 /// The stage token in a file name: `-EXTEND`/`-DECODE` suffixes, older `-prefill-TP-0`.
 fn stage_of_file_name(name: &str) -> StageHint {
     name.split(['-', '.', '_'])
-        .filter_map(|token| match token.to_ascii_uppercase().as_str() {
+        .rev()
+        .find_map(|token| match token.to_ascii_uppercase().as_str() {
             "EXTEND" | "PREFILL" => Some(StageHint::Extend),
             "DECODE" => Some(StageHint::Decode),
             _ => None,
         })
-        .last()
         .unwrap_or(StageHint::Unknown)
 }
 
