@@ -325,6 +325,20 @@ fn finish_row(
     }
 }
 
+/// Longest kernel name the one-line summary shows.
+const SUMMARY_NAME_MAX: usize = 64;
+
+/// The short form of a kernel name, cut to [`SUMMARY_NAME_MAX`] characters with `…`.
+fn summary_kernel_name(name: &str) -> String {
+    let short = short_name(name, SHORT_ARGS_MAX);
+    if short.chars().count() <= SUMMARY_NAME_MAX {
+        return short;
+    }
+    let mut cut: String = short.chars().take(SUMMARY_NAME_MAX - 1).collect();
+    cut.push('…');
+    cut
+}
+
 /// "gemm 41.2%, attention 22.0%, communication 9.1% of 12.34 ms GPU time; top kernel
 /// nvjet_... 27.0%": the three largest families and the largest kernel.
 fn summary_line(rows: &[KernelRow], total_ns: Ns) -> String {
@@ -349,7 +363,7 @@ fn summary_line(rows: &[KernelRow], total_ns: Ns) -> String {
         "{} of {:.2} ms GPU time; top kernel {} {:.1}%",
         families.join(", "),
         total_ns as f64 / 1e6,
-        short_name(&top.name, SHORT_ARGS_MAX),
+        summary_kernel_name(&top.name),
         top.share_pct
     )
 }
@@ -473,6 +487,18 @@ mod tests {
             r.summary,
             "gemm 70.0%, attention 29.8%, memory 0.2% of 0.01 ms GPU time; top kernel void gemm_kernel<1> 70.0%"
         );
+    }
+
+    #[test]
+    fn summary_cuts_long_kernel_names() {
+        let long = format!("Cijk_Alik_{}", "X".repeat(100));
+        let cut = summary_kernel_name(&long);
+        assert_eq!(cut.chars().count(), SUMMARY_NAME_MAX);
+        assert!(
+            cut.starts_with("Cijk_Alik_XX") && cut.ends_with('…'),
+            "{cut}"
+        );
+        assert_eq!(summary_kernel_name("nvjet_tst_64x64"), "nvjet_tst_64x64");
     }
 
     #[test]

@@ -59,8 +59,23 @@ const STDLIB_MODULES: &[&str] = &[
     "warnings",
 ];
 
-/// Top-level packages that are infrastructure, never the model's own code.
-const INFRA_PACKAGES: &[&str] = &["torch", "triton", "triton_kernels", "numpy", "tqdm"];
+/// Top-level packages that are infrastructure or kernel libraries, never the model's
+/// own code: their caller is the site.
+const INFRA_PACKAGES: &[&str] = &[
+    "torch",
+    "triton",
+    "triton_kernels",
+    "numpy",
+    "tqdm",
+    "flash_attn",
+    "flashinfer",
+    "xformers",
+    "aiter",
+    "deep_gemm",
+    "transformer_engine",
+    "apex",
+    "liger_kernel",
+];
 
 /// One Python frame name `path(line): function`, split.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -333,5 +348,14 @@ mod tests {
             None
         );
         assert_eq!(sglang_locator().location(&[]), None);
+        // A kernel library's frame is not the site; its caller is.
+        let nano = [
+            "/w/nanovllm/layers/attention.py(217): forward",
+            "/usr/lib/python3/dist-packages/flash_attn/flash_attn_interface.py(1464): flash_attn_with_kvcache",
+        ];
+        assert_eq!(
+            sglang_locator().location(&nano).as_deref(),
+            Some("w/nanovllm/layers/attention.py:217 forward")
+        );
     }
 }

@@ -298,3 +298,65 @@ fn vllm_full_graph_decode_links_replays() {
         }
     );
 }
+#[test]
+fn transformers_eager_trace_falls_back_to_model_frames() {
+    // A plain transformers run: no engine frame, so the model's own module frame names
+    // the site. 509 kernels were launched before the profiling window opened.
+    let a = analyse(
+        "AMD-AGI__TraceLens__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        Stage::All,
+    );
+    assert_eq!(
+        a.linked.counts,
+        LinkCounts {
+            linked: 1198,
+            no_launch: 509,
+            no_stack: 509,
+            graph_replays: 0
+        }
+    );
+    assert_eq!(a.split.signal, StageSignal::None);
+    let reports = tables(&a, &sglang_attribution());
+    let r = &reports[0];
+    assert_eq!(r.stage, "all");
+    assert_eq!(r.total_gpu_time_us, 45_647.3);
+    let gemm = &r.kernels[0];
+    assert_eq!((gemm.gpu_time_us, gemm.launches), (12_789.918, 241));
+    let sites: Vec<(&str, f64)> = gemm
+        .python_locations
+        .iter()
+        .map(|s| (s.location.as_str(), s.share_pct))
+        .collect();
+    assert_eq!(
+        sites[..3],
+        [
+            (
+                "transformers/models/qwen2/modeling_qwen2.py:56 forward",
+                100.0 * 5_830_275.0 / 12_789_918.0
+            ),
+            ("unresolved", 100.0 * 3_935_211.0 / 12_789_918.0),
+            (
+                "transformers/models/qwen2/modeling_qwen2.py:150 forward",
+                100.0 * 3_024_432.0 / 12_789_918.0
+            ),
+        ]
+    );
+    assert!(r
+        .notes
+        .contains(&"509 GPU ops not linked to a launch (no runtime call or cpu_op)".to_string()));
+}
+
+#[test]
+fn legacy_schema_links_through_runtime_and_external_ids() {
+    // The 2021 layout (Kernel/Runtime/Operator, no Python frames).
+    let a = analyse("pytorch__kineto__worker0.pt.trace.json.gz", Stage::All);
+    assert_eq!(
+        a.linked.counts,
+        LinkCounts {
+            linked: 8853,
+            no_launch: 765,
+            no_stack: 9618,
+            graph_replays: 0
+        }
+    );
+}
