@@ -387,6 +387,16 @@ pub mod scan {
         count.min(999) as u32
     }
 
+    /// `count` and `noun`, the noun with an `s` unless the count is one:
+    /// `counted_noun(1, "python frame")` is `1 python frame`.
+    pub fn counted_noun(count: u64, noun: &str) -> String {
+        if count == 1 {
+            format!("{count} {noun}")
+        } else {
+            format!("{count} {noun}s")
+        }
+    }
+
     /// The file-name part of a path.
     pub fn file_name(path: &str) -> &str {
         components(path).next_back().unwrap_or("")
@@ -471,6 +481,8 @@ pub mod scan {
             assert_eq!(share_points(10, 10), 999);
             assert_eq!(bounded(5000), 999);
             assert_eq!(file_name("/a/b/c.trace.json.gz"), "c.trace.json.gz");
+            assert_eq!(counted_noun(1, "python frame"), "1 python frame");
+            assert_eq!(counted_noun(0, "python frame"), "0 python frames");
         }
 
         #[test]

@@ -177,6 +177,10 @@ pub fn describe_evidence(evidence: &[TraceEvidence]) -> String {
             *kernels.entry(shorten(k.text.as_str(), 60)).or_default() += k.count;
         }
         for n in e.process_names.iter().chain(e.thread_names.iter()) {
+            // Kineto's per-stream pseudo threads (`stream 7 `) say nothing about the engine.
+            if is_gpu_stream_name(n.as_str()) {
+                continue;
+            }
             if !names.iter().any(|x| x == n.as_str()) {
                 names.push(n.to_string());
             }
@@ -216,6 +220,12 @@ pub fn describe_evidence(evidence: &[TraceEvidence]) -> String {
         format!("  server_args.json: {server_args} keys, none that a plugin recognised")
     });
     lines.join("\n")
+}
+
+fn is_gpu_stream_name(name: &str) -> bool {
+    name.trim()
+        .strip_prefix("stream ")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// A python file's package root: `torch/` for `torch/nn/modules/module.py`; for an
@@ -261,6 +271,8 @@ mod tests {
         );
         assert_eq!(python_root("/home/u/proj/run.py"), "/home/u/proj/");
         assert_eq!(python_root("inspect.py"), "inspect.py");
+        assert!(is_gpu_stream_name("stream 7 "));
+        assert!(!is_gpu_stream_name("stream_reader"));
     }
 
     #[test]

@@ -140,7 +140,7 @@ fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
     });
     let kernel_lib = scan::frames_under(evidence, &["sgl_kernel"]);
     if own > 0 {
-        let mut text = format!("{own} python frames under sglang/");
+        let mut text = format!("{} under sglang/", scan::counted_noun(own, "python frame"));
         if kernel_lib > 0 {
             text.push_str(&format!(" (+{kernel_lib} under sgl_kernel/)"));
         }
@@ -152,7 +152,10 @@ fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
     // sgl_kernel alone is SGLang's kernel library used from elsewhere: a weak hint.
     (kernel_lib > 0).then(|| Signal {
         score: score::ANNOTATIONS + scan::share_points(kernel_lib, total),
-        evidence: format!("{kernel_lib} python frames under sgl_kernel/ but none under sglang/"),
+        evidence: format!(
+            "{} under sgl_kernel/ but none under sglang/",
+            scan::counted_noun(kernel_lib, "python frame")
+        ),
     })
 }
 
@@ -160,7 +163,7 @@ fn step_annotation_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let count = scan::count_where(&evidence.annotation_names, |name| step_mode(name).is_some());
     (count > 0).then(|| Signal {
         score: score::ANNOTATIONS + scan::bounded(count),
-        evidence: format!("{count} SGLang step[MODE …] annotations"),
+        evidence: scan::counted_noun(count, "SGLang step[MODE …] annotation"),
     })
 }
 
@@ -172,7 +175,10 @@ fn process_name_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let count = names.filter(|n| n.as_str().starts_with("sglang::")).count() as u64;
     (count > 0).then(|| Signal {
         score: score::ANNOTATIONS + scan::bounded(count),
-        evidence: format!("{count} process/thread names starting with sglang::"),
+        evidence: format!(
+            "{} starting with sglang::",
+            scan::counted_noun(count, "process/thread name")
+        ),
     })
 }
 
@@ -278,7 +284,7 @@ mod tests {
         assert_eq!(claim.evidence[0].as_str(), "83 python frames under sglang/");
         assert_eq!(
             claim.evidence[1].as_str(),
-            "1 SGLang step[MODE …] annotations"
+            "1 SGLang step[MODE …] annotation"
         );
     }
 

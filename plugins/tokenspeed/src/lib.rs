@@ -128,7 +128,10 @@ fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let own = scan::frames_under(evidence, &["tokenspeed"]);
     (own > 0).then(|| Signal {
         score: score::SOURCE_FRAMES + scan::share_points(own, scan::total_frames(evidence)),
-        evidence: format!("{own} python frames under tokenspeed/"),
+        evidence: format!(
+            "{} under tokenspeed/",
+            scan::counted_noun(own, "python frame")
+        ),
     })
 }
 
@@ -144,7 +147,10 @@ fn process_name_signal(evidence: &TraceEvidence) -> Option<Signal> {
         .count() as u64;
     (count > 0).then(|| Signal {
         score: score::ANNOTATIONS + scan::bounded(count),
-        evidence: format!("{count} process/thread names starting with tokenspeed::"),
+        evidence: format!(
+            "{} starting with tokenspeed::",
+            scan::counted_noun(count, "process/thread name")
+        ),
     })
 }
 

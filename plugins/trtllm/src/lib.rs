@@ -96,7 +96,10 @@ fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let own = scan::frames_under(evidence, &["tensorrt_llm"]);
     (own > 0).then(|| Signal {
         score: score::SOURCE_FRAMES + scan::share_points(own, scan::total_frames(evidence)),
-        evidence: format!("{own} python frames under tensorrt_llm/"),
+        evidence: format!(
+            "{} under tensorrt_llm/",
+            scan::counted_noun(own, "python frame")
+        ),
     })
 }
 

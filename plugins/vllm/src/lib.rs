@@ -101,7 +101,7 @@ fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let own = scan::frames_under(evidence, &["vllm"]);
     (own > 0).then(|| Signal {
         score: score::SOURCE_FRAMES + scan::share_points(own, scan::total_frames(evidence)),
-        evidence: format!("{own} python frames under vllm/"),
+        evidence: format!("{} under vllm/", scan::counted_noun(own, "python frame")),
     })
 }
 
@@ -109,7 +109,10 @@ fn execute_annotation_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let count = scan::count_where(&evidence.annotation_names, scan::is_execute_annotation);
     (count > 0).then(|| Signal {
         score: score::ANNOTATIONS + scan::bounded(count),
-        evidence: format!("{count} vLLM execute_context_N(…)_generation_N(…) annotations"),
+        evidence: scan::counted_noun(
+            count,
+            "vLLM execute_context_N(…)_generation_N(…) annotation",
+        ),
     })
 }
 
@@ -125,7 +128,10 @@ fn process_name_signal(evidence: &TraceEvidence) -> Option<Signal> {
         .count() as u64;
     (count > 0).then(|| Signal {
         score: score::ANNOTATIONS + scan::bounded(count),
-        evidence: format!("{count} process/thread names starting with VLLM::"),
+        evidence: format!(
+            "{} starting with VLLM::",
+            scan::counted_noun(count, "process/thread name")
+        ),
     })
 }
 
