@@ -97,33 +97,85 @@ fn cut_parameter_list(text: &str) -> &str {
     text
 }
 
-/// Template argument lists longer than this are collapsed by [`short_name`].
+/// Template argument lists longer than this are shortened by [`short_name`].
 pub const SHORT_ARGS_MAX: usize = 48;
 
-/// A shorter form of a canonical name for text and markdown tables: template argument
-/// lists nested inside others become `<…>`, and a top-level list longer than
-/// `args_max` characters becomes `<…>` too. The name itself, its namespaces and short
-/// argument lists stay, so the kernel stays recognisable. JSON keeps the whole name.
+/// Names longer than this (after shortening the argument lists) keep their head and
+/// tail around a `…` in [`short_name`].
+pub const SHORT_NAME_MAX: usize = 100;
+
+/// A shorter form of a canonical name for text and markdown tables:
+/// - template argument lists nested inside others become `<…>`;
+/// - a top-level list longer than `args_max` keeps its leading arguments up to that
+///   length, then `…` (`<std::bfloat16_t, std::bfloat16_t, 256, 16, true, …>`), so rows
+///   that differ in their first arguments stay distinct;
+/// - a name still longer than [`SHORT_NAME_MAX`] characters (hipBLASLt's `Cijk_...`
+///   names run to 600) keeps its head and tail around `…`.
+///
+/// JSON keeps the whole name.
 ///
 /// `void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>,
 /// std::array<char*, 1ul> >` -> `void at::native::vectorized_elementwise_kernel<4,
 /// at::native::FillFunctor<…>, std::array<…> >`.
 pub fn short_name(name: &str, args_max: usize) -> String {
     let collapsed = collapse_template_args(name, 2);
-    if !collapsed_lists(&collapsed, 1).any(|len| len > args_max) {
-        return collapsed;
-    }
-    // Collapse only the long top-level lists.
     let mut out = String::with_capacity(collapsed.len());
     let mut last = 0;
     for (open, close) in template_lists(&collapsed, 1) {
-        if close - open - 1 > args_max {
+        let args = &collapsed[open + 1..close];
+        if args.chars().count() > args_max {
             out.push_str(&collapsed[last..=open]);
-            out.push('…');
+            out.push_str(&leading_args(args, args_max));
             last = close;
         }
     }
     out.push_str(&collapsed[last..]);
+    cut_middle(&out, SHORT_NAME_MAX)
+}
+
+/// The first arguments of a template argument list that fit in `max` characters,
+/// followed by `…` (just `…` when not even the first fits).
+fn leading_args(args: &str, max: usize) -> String {
+    // Brackets as in `template_lists`: a `>` inside parentheses is an operator.
+    let mut open: Vec<char> = Vec::new();
+    let mut kept = 0;
+    for (i, c) in args.char_indices() {
+        match c {
+            '<' | '(' | '{' => open.push(c),
+            ')' | '}' => {
+                let opener = if c == ')' { '(' } else { '{' };
+                while open.pop().is_some_and(|o| o != opener) {}
+            }
+            '>' if open.last() == Some(&'<') => {
+                open.pop();
+            }
+            ',' if open.is_empty() => {
+                if args[..i].trim().chars().count() > max {
+                    break;
+                }
+                kept = i;
+            }
+            _ => {}
+        }
+    }
+    if kept == 0 {
+        "…".to_string()
+    } else {
+        format!("{}, …", args[..kept].trim())
+    }
+}
+
+/// `text` if it has at most `max` characters, else its head and tail around `…`.
+fn cut_middle(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max || max < 8 {
+        return text.to_string();
+    }
+    let head = (max - 1) * 2 / 3;
+    let tail = max - 1 - head;
+    let mut out: String = text.chars().take(head).collect();
+    out.push('…');
+    out.extend(text.chars().skip(count - tail));
     out
 }
 
@@ -139,10 +191,6 @@ fn collapse_template_args(name: &str, depth: usize) -> String {
     }
     out.push_str(&name[last..]);
     out
-}
-
-fn collapsed_lists(name: &str, depth: usize) -> impl Iterator<Item = usize> + '_ {
-    template_lists(name, depth).map(|(open, close)| close - open - 1)
 }
 
 /// Byte positions `(open '<', close '>')` of the template argument lists at `depth`.
@@ -245,8 +293,27 @@ mod tests {
         );
         assert_eq!(
             short_name(name, 20),
+            "void at::native::vectorized_elementwise_kernel<4, …>"
+        );
+        assert_eq!(
+            short_name(name, 0),
             "void at::native::vectorized_elementwise_kernel<…>"
         );
+        // Rows that differ in their leading arguments stay distinct.
+        assert_eq!(
+            short_name(
+                "void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, true, false, true, 1>",
+                48
+            ),
+            "void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, true, …>"
+        );
+        // Very long plain names keep head and tail.
+        let cijk = format!("Cijk_Alik_Bljk_MT256x32x64_{}_WG64_4_1", "X".repeat(500));
+        let short = short_name(&cijk, 48);
+        assert_eq!(short.chars().count(), SHORT_NAME_MAX);
+        assert!(short.starts_with("Cijk_Alik_Bljk_MT256x32x64_"), "{short}");
+        assert!(short.ends_with("X_WG64_4_1"), "{short}");
+        assert!(short.contains('…'), "{short}");
         assert_eq!(
             short_name(
                 "void vllm::rotary_embedding_kernel<c10::BFloat16, true>",
@@ -262,6 +329,10 @@ mod tests {
         assert_eq!(
             short_name("std::enable_if<(((8)>(0))), void>::type f<a<b>>", 48),
             "std::enable_if<(((8)>(0))), void>::type f<a<…>>"
+        );
+        assert_eq!(
+            short_name("std::enable_if<(((8)>(0))), void, int>::type f", 20),
+            "std::enable_if<(((8)>(0))), void, …>::type f"
         );
     }
 }
