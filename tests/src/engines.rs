@@ -63,6 +63,9 @@ pub struct Profile {
     /// The user annotation around one step, if the engine writes one.
     pub step_annotation: fn(StageKind, usize) -> Option<String>,
     pub process_name: &'static str,
+    /// Outer frames that only forward to the model (the engine plugin skips them as
+    /// wrappers), so graph-replayed kernels name the next outer frame.
+    pub forwarding: &'static [&'static str],
 }
 
 pub fn profile(engine: Engine) -> Profile {
@@ -92,7 +95,15 @@ pub fn file_name(engine: Engine, stage: StageKind, rank: u32, seed: u64, gzip: b
             41000 + rank
         ),
         // TLLM_TORCH_PROFILE_TRACE base with the rank appended.
-        Engine::Trtllm => format!("trace-rank-{rank}.json{ext}"),
+        // The per-stage runner names the base `trace-<stage>` (spec capture §10).
+        Engine::Trtllm => {
+            let stage = match stage {
+                StageKind::Extend => "-prefill",
+                StageKind::Decode => "-decode",
+                StageKind::Mixed => "",
+            };
+            format!("trace{stage}-rank-{rank}.json{ext}")
+        }
         // `<profile_id>-TP<rank>-<stage>.trace.json.gz` (request_handler.py).
         Engine::Tokenspeed => format!("{stamp}-TP{rank}{stage_suffix}.trace.json{ext}"),
     }
@@ -115,7 +126,9 @@ const DECODE_ATTN: &str = "void flashinfer::BatchDecodeWithPagedKVCacheKernel<(f
 const DECODE_ATTN_RAW: &str = "void flashinfer::BatchDecodeWithPagedKVCacheKernel<(flashinfer::PosEncodingMode)0, 2u, 4u, 8u, 16u, 1u, 8u, flashinfer::DefaultAttention<false, false, false, false>, flashinfer::BatchDecodeParams<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, int>>(flashinfer::BatchDecodeParams<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, int>)";
 const CUSTOM_AR: &str = "void cross_device_reduce_2stage<__nv_bfloat16, 2>";
 const CUSTOM_AR_RAW: &str = "void cross_device_reduce_2stage<__nv_bfloat16, 2>(RankData*, RankSignals, Signal*, __nv_bfloat16*, int, int)";
-const NCCL_AR: &str = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+const NCCL_AR: &str = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
+const NCCL_AR_RAW: &str =
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 const MEMCPY_DTOD: &str = "Memcpy DtoD (Device -> Device)";
 
 const GEMM_NS: ((u64, u64), (u64, u64)) = ((60_000, 140_000), (9_000, 22_000));
@@ -222,7 +235,7 @@ fn layer_ops(stage: StageKind, s: &LayerSites) -> Vec<Op> {
         op(GEMM_GATE_UP, GEMM_GATE_UP, "aten::mm", s.column, GEMM_NS),
         op(ACT_AND_MUL_RAW, ACT_AND_MUL, s.act.0, s.act.1, SMALL_NS),
         op(GEMM_ROW, GEMM_ROW, "aten::mm", s.row, GEMM_NS),
-        side(op(NCCL_AR, NCCL_AR, s.nccl_ar.0, s.nccl_ar.1, AR_NS)),
+        side(op(NCCL_AR_RAW, NCCL_AR, s.nccl_ar.0, s.nccl_ar.1, AR_NS)),
     ]
 }
 
@@ -316,6 +329,7 @@ fn sglang() -> Profile {
         ops,
         step_annotation: annotation,
         process_name: "sglang::scheduler_TP0",
+        forwarding: &[],
     }
 }
 
@@ -399,6 +413,8 @@ fn vllm() -> Profile {
         ops,
         step_annotation: annotation,
         process_name: "VLLM::Worker_TP0",
+        // vllm/v1/worker/gpu_model_runner.py: `_model_forward` only calls the model.
+        forwarding: &["_model_forward"],
     }
 }
 
@@ -467,6 +483,7 @@ fn trtllm() -> Profile {
         ops,
         step_annotation: annotation,
         process_name: "trtllm-serve",
+        forwarding: &[],
     }
 }
 
@@ -532,5 +549,6 @@ fn tokenspeed() -> Profile {
         ops,
         step_annotation: annotation,
         process_name: "tokenspeed::scheduler_TP0",
+        forwarding: &[],
     }
 }

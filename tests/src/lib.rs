@@ -328,7 +328,12 @@ impl Writer<'_> {
             .collect();
         let gpu_start = self.gpu_clock();
         if self.spec.graph_replay && step == StageKind::Decode {
-            let innermost = outer.last().copied();
+            let forwarding = self.profile.forwarding;
+            let innermost = outer
+                .iter()
+                .rev()
+                .find(|f| !forwarding.contains(&f.func))
+                .copied();
             self.replay(label, &ops, innermost);
         } else {
             self.launch_layers(label, step, &ops);
@@ -765,7 +770,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             any.location(),
-            "vllm/v1/worker/gpu_model_runner.py:3007 _model_forward"
+            "vllm/v1/worker/gpu_model_runner.py:3380 execute_model"
         );
     }
 
@@ -898,6 +903,13 @@ mod tests {
         );
         assert_eq!(canonical_name("Memset (Device)"), "Memset (Device)");
         assert_eq!(canonical_name("void a<(b)1>(c<(d)2>)"), "void a<(b)1>");
+        // Not only `void` signatures: NCCL's device kernels have parameters too.
+        assert_eq!(
+            canonical_name(
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+            ),
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+        );
     }
 
     #[test]

@@ -38,6 +38,8 @@ fn is_wrapper(name: &str) -> bool {
         ]
         .iter()
         .any(|m| name.contains(m))
+        // vLLM's runner only forwards to the model here.
+        || (name.contains("gpu_model_runner.py(") && name.ends_with(": _model_forward"))
 }
 
 /// `…/python/sglang/srt/x.py(12): f` -> `python/sglang/srt/x.py:12 f` (spec §6.1).
@@ -156,7 +158,9 @@ pub fn recount(trace: &Value, file_stage: Option<&str>) -> BTreeMap<String, Stag
 
 /// Spec §4.2: a `void …(…)` name loses its last balanced parenthesised group.
 pub fn canonical_name(raw: &str) -> String {
-    if !(raw.starts_with("void ") && raw.ends_with(')')) {
+    // A trailing parameter list is cut when it directly follows a name or template
+    // arguments (a C++ signature, `void` or not); `Memset (Device)` keeps its group.
+    if !raw.ends_with(')') {
         return raw.to_string();
     }
     let mut depth = 0;
@@ -166,7 +170,15 @@ pub fn canonical_name(raw: &str) -> String {
             '(' => {
                 depth -= 1;
                 if depth == 0 {
-                    return raw[..i].trim_end().to_string();
+                    let head = &raw[..i];
+                    let follows_name = head
+                        .chars()
+                        .last()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '>');
+                    if (follows_name || raw.starts_with("void ")) && !head.trim().is_empty() {
+                        return head.trim_end().to_string();
+                    }
+                    return raw.to_string();
                 }
             }
             _ => {}

@@ -10,7 +10,10 @@ fn assert_fails(args: &[&str], code: i32, needle: &str) -> String {
     let out = llm_triage().args(args).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected {needle:?} in {err:?}"
+    );
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
     assert!(!err.contains("panicked"), "{err}");
     err
@@ -18,24 +21,42 @@ fn assert_fails(args: &[&str], code: i32, needle: &str) -> String {
 
 #[test]
 fn missing_input_path() {
-    assert_fails(&["--input", "/nonexistent/trace.json.gz"], 3, "/nonexistent/trace.json.gz");
+    assert_fails(
+        &["--input", "/nonexistent/trace.json.gz"],
+        3,
+        "/nonexistent/trace.json.gz",
+    );
 }
 
 #[test]
 fn truncated_gzip() {
     let dir = tempfile::tempdir().unwrap();
-    let full = std::fs::read(shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz")).unwrap();
+    let full = std::fs::read(shared_trace(
+        "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+    ))
+    .unwrap();
     let path = dir.path().join("cut.trace.json.gz");
     std::fs::write(&path, &full[..full.len() / 2]).unwrap();
-    assert_fails(&["--framework", "sglang", "--input", path.to_str().unwrap()], 3, "cut.trace.json.gz");
+    assert_fails(
+        &["--framework", "sglang", "--input", path.to_str().unwrap()],
+        3,
+        "cut.trace.json.gz",
+    );
 }
 
 #[test]
 fn json_that_is_not_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.trace.json");
-    std::fs::File::create(&path).unwrap().write_all(br#"{"traceEvents": 5}"#).unwrap();
-    assert_fails(&["--framework", "sglang", "--input", path.to_str().unwrap()], 3, "x.trace.json");
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(br#"{"traceEvents": 5}"#)
+        .unwrap();
+    assert_fails(
+        &["--framework", "sglang", "--input", path.to_str().unwrap()],
+        3,
+        "x.trace.json",
+    );
 }
 
 #[test]
@@ -43,13 +64,21 @@ fn malformed_json() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.trace.json");
     std::fs::write(&path, b"{\"traceEvents\": [{\"ph\": \"X\", ").unwrap();
-    assert_fails(&["--framework", "sglang", "--input", path.to_str().unwrap()], 3, "bad.trace.json");
+    assert_fails(
+        &["--framework", "sglang", "--input", path.to_str().unwrap()],
+        3,
+        "bad.trace.json",
+    );
 }
 
 #[test]
 fn unknown_framework_is_a_usage_error() {
     let path = shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
-    assert_fails(&["--framework", "llamacpp", "--input", path.to_str().unwrap()], 2, "llamacpp");
+    assert_fails(
+        &["--framework", "llamacpp", "--input", path.to_str().unwrap()],
+        2,
+        "llamacpp",
+    );
 }
 
 #[test]
@@ -60,5 +89,9 @@ fn no_input_is_a_usage_error() {
 #[test]
 fn empty_directory() {
     let dir = tempfile::tempdir().unwrap();
-    assert_fails(&["--input", dir.path().to_str().unwrap()], 3, "no trace files");
+    assert_fails(
+        &["--input", dir.path().to_str().unwrap()],
+        3,
+        "no trace files",
+    );
 }

@@ -26,9 +26,18 @@ fn stage_labels(report: &Value) -> Vec<&str> {
 fn auto_detection_matches_sources_md() {
     let expected = [
         ("AMD-AGI__TraceLens__eager_trace.json.gz", "vllm"),
-        ("AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz", "sglang"),
-        ("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz", "sglang"),
-        ("AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz", "vllm"),
+        (
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz",
+            "sglang",
+        ),
+        (
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+            "sglang",
+        ),
+        (
+            "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz",
+            "vllm",
+        ),
     ];
     for (file, framework) in expected {
         let path = shared_trace(file);
@@ -53,10 +62,17 @@ fn auto_detection_refuses_non_serving_traces() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(4), "{file} should be refused");
-        assert!(out.stdout.is_empty(), "{file}: a refused trace prints no report");
+        assert!(
+            out.stdout.is_empty(),
+            "{file}: a refused trace prints no report"
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("--framework"), "{file}: advice missing: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{file}: one-line error: {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{file}: one-line error: {err}"
+        );
     }
 }
 
@@ -77,7 +93,10 @@ fn explicit_framework_analyses_a_refused_trace() {
         .iter()
         .map(|s| s["total_gpu_time_us"].as_f64().unwrap())
         .sum();
-    assert!((reported * 1000.0 - total_ns as f64).abs() < 0.5, "{reported} us vs {total_ns} ns");
+    assert!(
+        (reported * 1000.0 - total_ns as f64).abs() < 0.5,
+        "{reported} us vs {total_ns} ns"
+    );
 }
 
 #[test]
@@ -105,7 +124,10 @@ fn vllm_b200_top_rows_are_exact() {
         .flat_map(|s| s["kernels"].as_array().unwrap())
         .collect();
     // Every GPU event lands in exactly one row.
-    let launches: u64 = all_rows.iter().map(|r| r["launches"].as_u64().unwrap()).sum();
+    let launches: u64 = all_rows
+        .iter()
+        .map(|r| r["launches"].as_u64().unwrap())
+        .sum();
     assert_eq!(launches as usize, gpu.len());
     for stage in stages {
         let rows = stage["kernels"].as_array().unwrap();
@@ -165,11 +187,20 @@ fn graph_replayed_kernels_resolve_to_the_graph_launch_site() {
     let rows = decode["kernels"].as_array().unwrap();
     let via_graph = rows
         .iter()
-        .filter(|r| r["cpu_ops"].as_array().unwrap().iter().any(|c| c == "hipGraphLaunch"))
+        .filter(|r| {
+            r["cpu_ops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c == "hipGraphLaunch")
+        })
         .count();
     assert!(via_graph > 0, "no row attributed to hipGraphLaunch");
     for row in rows.iter().filter(|r| r["cpu_ops"][0] == "hipGraphLaunch") {
         let loc = row["python_locations"][0]["location"].as_str().unwrap();
-        assert!(loc.starts_with("python/sglang/srt/"), "graph replay resolved to {loc}");
+        assert!(
+            loc.starts_with("python/sglang/srt/"),
+            "graph replay resolved to {loc}"
+        );
     }
 }

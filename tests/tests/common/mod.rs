@@ -43,7 +43,10 @@ pub fn target_dir() -> &'static Path {
 }
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The shared traces directory (`../shared/traces` beside the checkout).
@@ -85,10 +88,15 @@ pub fn triage_json(args: &[&str]) -> Value {
 /// The raw events of a trace, parsed here independently of the tool.
 pub fn raw_events(path: &Path) -> Vec<Value> {
     let mut bytes = Vec::new();
-    std::fs::File::open(path).unwrap().read_to_end(&mut bytes).unwrap();
+    std::fs::File::open(path)
+        .unwrap()
+        .read_to_end(&mut bytes)
+        .unwrap();
     if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&bytes[..]).read_to_end(&mut out).unwrap();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .unwrap();
         bytes = out;
     }
     match serde_json::from_slice::<Value>(&bytes).unwrap() {
@@ -124,7 +132,10 @@ pub fn gpu_events(events: &[Value]) -> Vec<&Value> {
         .filter(|e| e["ph"] == "X")
         .filter(|e| {
             let cat = e["cat"].as_str().unwrap_or("").to_lowercase();
-            matches!(cat.as_str(), "kernel" | "gpu_memcpy" | "gpu_memset" | "memcpy" | "memset")
+            matches!(
+                cat.as_str(),
+                "kernel" | "gpu_memcpy" | "gpu_memset" | "memcpy" | "memset"
+            )
         })
         .filter(|e| us_to_ns(&e["dur"]) > 0)
         .collect()
