@@ -93,7 +93,12 @@ pub struct TriageArgs {
     pub rank: Option<u32>,
 
     /// Hide kernel rows below this share of their stage's GPU time.
-    #[arg(long, visible_alias = "min-share-pct", value_name = "PCT", default_value_t = 1.0)]
+    #[arg(
+        long,
+        visible_alias = "min-share-pct",
+        value_name = "PCT",
+        default_value_t = 1.0
+    )]
     pub min_share: f64,
 
     /// Keep only the top N kernel rows per stage (0 = all), before the share cut.

@@ -18,7 +18,10 @@ pub const TABLE: &[(i32, &str)] = &[
     (OK, "report printed"),
     (USAGE, "usage error"),
     (INPUT, "input unreadable or not a torch.profiler trace"),
-    (FRAMEWORK_REFUSED, "framework refused (no engine claim, or a tie)"),
+    (
+        FRAMEWORK_REFUSED,
+        "framework refused (no engine claim, or a tie)",
+    ),
     (CAPTURE, "live capture failed"),
     (PLUGIN, "plugin error (load, ABI, panic)"),
 ];
