@@ -92,7 +92,11 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
             .iter()
             .zip(&traces)
             .map(|(file, trace)| InputInfo {
-                path: file.path.display().to_string(),
+                // Absolute, as the predecessor printed them: reports get pasted elsewhere.
+                path: std::path::absolute(&file.path)
+                    .unwrap_or_else(|_| file.path.clone())
+                    .display()
+                    .to_string(),
                 rank: file.rank,
                 path_stage: file.path_stage.label().to_string(),
                 events: trace.event_count,

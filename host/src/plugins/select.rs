@@ -22,7 +22,7 @@ pub struct Selection<'a> {
 }
 
 /// How many entries of each evidence list a refusal message shows.
-const SHOWN: usize = 5;
+const SHOWN: usize = 3;
 
 pub fn select<'a>(
     set: &'a PluginSet,
@@ -76,7 +76,7 @@ fn auto_select<'a>(
     claims.sort_by_key(|(_, claim)| std::cmp::Reverse(claim.score));
     let Some((top_engine, top)) = claims.first() else {
         return Err(TriageError::FrameworkRefused(format!(
-            "no engine plugin recognised {}.\n{}\n{}",
+            "no engine plugin recognised {} ({}); {}",
             describe_inputs(evidence),
             describe_evidence(evidence),
             advice(set)
@@ -91,7 +91,7 @@ fn auto_select<'a>(
             .iter()
             .map(|(e, c)| {
                 format!(
-                    "  {} (score {}): {}",
+                    "{} (score {}): {}",
                     e.manifest.name,
                     c.score,
                     c.evidence.join("; ")
@@ -99,10 +99,10 @@ fn auto_select<'a>(
             })
             .collect();
         return Err(TriageError::FrameworkRefused(format!(
-            "{} engines claim {} equally strongly:\n{}\n{}\n{}",
+            "{} engines claim {} equally strongly: {} ({}); {}",
             tied.len(),
             describe_inputs(evidence),
-            lines.join("\n"),
+            lines.join(" vs "),
             describe_evidence(evidence),
             advice(set)
         )));
@@ -141,7 +141,7 @@ fn strongest_claim(
 
 fn advice(set: &PluginSet) -> String {
     format!(
-        "Pass --framework NAME to analyse it anyway (known: {}).",
+        "pass --framework NAME to analyse it anyway (known: {})",
         known_names(set)
     )
 }
@@ -197,29 +197,29 @@ pub fn describe_evidence(evidence: &[TraceEvidence]) -> String {
             .collect();
         let more = items.len().saturating_sub(SHOWN);
         match (shown.is_empty(), more) {
-            (true, _) => format!("  {label}: none"),
-            (false, 0) => format!("  {label}: {}", shown.join(", ")),
-            (false, n) => format!("  {label}: {} (+{n} more)", shown.join(", ")),
+            (true, _) => format!("{label}: none"),
+            (false, 0) => format!("{label}: {}", shown.join(", ")),
+            (false, n) => format!("{label}: {} (+{n} more)", shown.join(", ")),
         }
     };
     let mut lines = vec![
-        "Evidence seen:".to_string(),
-        line("python roots", roots),
+        line("evidence seen: python roots", roots),
         line("annotations", annotations),
         line("kernels", kernels),
     ];
     names.truncate(SHOWN);
     lines.push(if names.is_empty() {
-        "  process/thread names: none".to_string()
+        "process/thread names: none".to_string()
     } else {
-        format!("  process/thread names: {}", names.join(", "))
+        format!("process/thread names: {}", names.join(", "))
     });
     lines.push(if server_args == 0 {
-        "  server_args.json: none found".to_string()
+        "server_args.json: none found".to_string()
     } else {
-        format!("  server_args.json: {server_args} keys, none that a plugin recognised")
+        format!("server_args.json: {server_args} keys, none that a plugin recognised")
     });
-    lines.join("\n")
+    // One line: errors are one line (see the README), however much evidence there is.
+    lines.join("; ")
 }
 
 fn is_gpu_stream_name(name: &str) -> bool {
@@ -299,8 +299,8 @@ mod tests {
         let text = describe_evidence(&[e]);
         assert_eq!(
             text,
-            "Evidence seen:\n  python roots: torch/ x1049, transformers/ x599\n  annotations: \
-             ProfilerStep#N x2\n  kernels: none\n  process/thread names: none\n  \
+            "evidence seen: python roots: torch/ x1049, transformers/ x599; annotations: \
+             ProfilerStep#N x2; kernels: none; process/thread names: none; \
              server_args.json: none found"
         );
     }
