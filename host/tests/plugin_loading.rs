@@ -450,14 +450,15 @@ fn auto_detection_on_hand_built_evidence() {
     assert_eq!(err.exit_code(), 4);
     let msg = err.to_string();
     assert!(
-        msg.starts_with("no engine plugin recognised decode_gpu_0.json."),
+        msg.starts_with("no engine plugin recognised decode_gpu_0.json ("),
         "{msg}"
     );
     assert!(
         msg.contains("python roots: torch/ x168, nanovllm/ x35"),
         "{msg}"
     );
-    assert!(msg.contains("Pass --framework NAME"), "{msg}");
+    assert!(msg.contains("pass --framework NAME"), "{msg}");
+    assert!(!msg.contains('\n'), "errors are one line: {msg}");
 
     // TensorRT-LLM kernel names inside a vLLM trace stay vLLM.
     let vllm = TraceEvidence {
