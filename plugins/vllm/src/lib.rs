@@ -79,6 +79,11 @@ impl EnginePlugin for Vllm {
                 // The runner's model call only forwards to the model; the runner's other
                 // functions (input preparation, sampling) are real launch sites and stay.
                 wrapper("vllm/v1/worker/gpu_model_runner.py", "_model_forward"),
+                // Thin Python bindings of the C++ ops (vllm/_custom_ops.py) and CustomOp's
+                // dispatch to forward_cuda/forward_native (vllm/model_executor/custom_op.py):
+                // the layer that called them is the site worth showing.
+                wrapper("vllm/_custom_ops.py", ""),
+                wrapper("vllm/model_executor/custom_op.py", "forward"),
             ]
             .into_iter()
             .collect(),
