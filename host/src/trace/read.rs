@@ -106,9 +106,9 @@ fn open_source(path: &Path) -> Result<Source, TriageError> {
     };
     let gzip = have == 2 && magic == [0x1f, 0x8b];
     let bytes: Box<dyn Read + Send> = if gzip {
-        Box::new(flate2::read::MultiGzDecoder::new(
-            io::BufReader::with_capacity(256 * 1024, counted),
-        ))
+        let decoder =
+            flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(256 * 1024, counted));
+        Box::new(ThreadedReader::spawn(decoder))
     } else {
         Box::new(counted)
     };
@@ -141,17 +141,106 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
+/// Runs a reader (the gzip decoder) on its own thread, handing over filled blocks, so
+/// decompression overlaps parsing. The thread ends when the input does, on an error, or
+/// when this side is dropped.
+struct ThreadedReader {
+    blocks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    current: Vec<u8>,
+    at: usize,
+    done: bool,
+}
+
+/// Size of one handed-over block, and how many may wait.
+const BLOCK: usize = 1 << 20;
+const BLOCKS_IN_FLIGHT: usize = 4;
+
+impl ThreadedReader {
+    fn spawn<R: Read + Send + 'static>(mut inner: R) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel(BLOCKS_IN_FLIGHT);
+        std::thread::spawn(move || loop {
+            let mut block = vec![0u8; BLOCK];
+            let mut filled = 0;
+            let outcome = loop {
+                match inner.read(&mut block[filled..]) {
+                    Ok(0) => break Ok(()),
+                    Ok(n) => {
+                        filled += n;
+                        if filled == block.len() {
+                            break Ok(());
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => break Err(e),
+                }
+            };
+            block.truncate(filled);
+            let last = filled == 0 || outcome.is_err();
+            if filled > 0 && tx.send(Ok(block)).is_err() {
+                return;
+            }
+            if let Err(e) = outcome {
+                let _ = tx.send(Err(e));
+            }
+            if last {
+                return;
+            }
+        });
+        ThreadedReader {
+            blocks: rx,
+            current: Vec::new(),
+            at: 0,
+            done: false,
+        }
+    }
+}
+
+impl Read for ThreadedReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.current.len() {
+            if self.done {
+                return Ok(0);
+            }
+            match self.blocks.recv() {
+                Ok(Ok(block)) => {
+                    self.current = block;
+                    self.at = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                // The thread ended: the input is exhausted.
+                Err(_) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.at);
+        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The rolling byte buffer
 
 /// Bytes read per refill.
 const CHUNK: usize = 2 << 20;
 
-/// A window over the uncompressed document: `buf[pos..]` is unread; bytes before `pos`
-/// are dropped at the next refill. `base` is the document offset of `buf[0]`.
+/// A window over the uncompressed document, decoded to text once as it arrives (so
+/// serde never re-validates UTF-8 string by string): `text[pos..]` is unread; text
+/// before `pos` is dropped at the next refill. `base` is the document offset of
+/// `text[0]`. Invalid UTF-8 becomes U+FFFD, as a lenient reader would have it.
 struct ByteStream<'p> {
     src: Box<dyn Read + Send>,
-    buf: Vec<u8>,
+    text: String,
+    /// Bytes read but not yet decoded: an incomplete UTF-8 sequence at a chunk's end.
+    raw: Vec<u8>,
+    /// How many bytes at the start of `raw` are read and not yet decoded (at most 3).
+    raw_len: usize,
     pos: usize,
     base: u64,
     eof: bool,
@@ -165,7 +254,9 @@ impl<'p> ByteStream<'p> {
     fn new(source: Source, progress: &'p mut dyn FnMut(u64), chunk: usize) -> Self {
         ByteStream {
             src: source.bytes,
-            buf: Vec::with_capacity(chunk),
+            text: String::with_capacity(chunk),
+            raw: Vec::new(),
+            raw_len: 0,
             pos: 0,
             base: 0,
             eof: false,
@@ -183,11 +274,17 @@ impl<'p> ByteStream<'p> {
 
     /// Document offset just past the bytes read so far.
     fn end_offset(&self) -> u64 {
-        self.base + self.buf.len() as u64
+        self.base + self.text.len() as u64
     }
 
     fn unread(&self) -> &[u8] {
-        &self.buf[self.pos..]
+        &self.text.as_bytes()[self.pos..]
+    }
+
+    /// The unread text; `None` only if `pos` were inside a character, which the scanner
+    /// never leaves it at (it stops on ASCII structural bytes).
+    fn unread_text(&self) -> Option<&str> {
+        self.text.get(self.pos..)
     }
 
     /// Reads more bytes after the unread ones. Returns false at the end of the input.
@@ -195,32 +292,47 @@ impl<'p> ByteStream<'p> {
         if self.eof {
             return Ok(false);
         }
-        if self.pos > 0 {
-            self.buf.copy_within(self.pos.., 0);
-            self.buf.truncate(self.buf.len() - self.pos);
-            self.base += self.pos as u64;
-            self.pos = 0;
+        let mut cut = self.pos;
+        while !self.text.is_char_boundary(cut) {
+            cut -= 1;
         }
-        let old = self.buf.len();
-        self.buf.resize(old + self.chunk, 0);
-        let mut filled = old;
-        while filled < self.buf.len() {
-            match self.src.read(&mut self.buf[filled..]) {
+        if cut > 0 {
+            self.text.drain(..cut);
+            self.base += cut as u64;
+            self.pos -= cut;
+        }
+        let old_text = self.text.len();
+        // A read that ends inside a multi-byte character adds no text yet.
+        while self.text.len() == old_text && !self.eof {
+            self.read_chunk()?;
+        }
+        (self.progress)(self.consumed.load(Ordering::Relaxed));
+        Ok(self.text.len() > old_text)
+    }
+
+    /// Reads up to one chunk and decodes it onto `text`.
+    fn read_chunk(&mut self) -> Result<(), Fail> {
+        // Sized once: zeroing a fresh chunk at every refill would cost a pass of its own.
+        let end = self.raw_len + self.chunk;
+        if self.raw.len() < end {
+            self.raw.resize(end, 0);
+        }
+        let mut filled = self.raw_len;
+        while filled < end {
+            match self.src.read(&mut self.raw[filled..end]) {
                 Ok(0) => {
                     self.eof = true;
                     break;
                 }
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.buf.truncate(filled);
-                    return Err(self.read_failure(e));
-                }
+                Err(e) => return Err(self.read_failure(e)),
             }
         }
-        self.buf.truncate(filled);
-        (self.progress)(self.consumed.load(Ordering::Relaxed));
-        Ok(filled > old)
+        let decoded = decode_utf8(&mut self.text, &self.raw[..filled], self.eof);
+        self.raw.copy_within(decoded..filled, 0);
+        self.raw_len = filled - decoded;
+        Ok(())
     }
 
     fn read_failure(&self, e: io::Error) -> Fail {
@@ -245,10 +357,10 @@ impl<'p> ByteStream<'p> {
             {
                 Some(i) => {
                     self.pos += i;
-                    return Ok(Some(self.buf[self.pos]));
+                    return Ok(Some(self.text.as_bytes()[self.pos]));
                 }
                 None => {
-                    self.pos = self.buf.len();
+                    self.pos = self.text.len();
                     if !self.fill()? {
                         return Ok(None);
                     }
@@ -302,6 +414,33 @@ impl<'p> ByteStream<'p> {
             }
         }
     }
+}
+
+/// Appends the decodable prefix of `raw` to `text` and returns its length. An incomplete
+/// sequence at the end waits for the next read (or becomes U+FFFD at the end of input);
+/// invalid bytes become U+FFFD.
+fn decode_utf8(text: &mut String, raw: &[u8], at_end: bool) -> usize {
+    let mut start = 0;
+    while start < raw.len() {
+        match std::str::from_utf8(&raw[start..]) {
+            Ok(valid) => {
+                text.push_str(valid);
+                start = raw.len();
+            }
+            Err(e) => {
+                let good = start + e.valid_up_to();
+                text.push_str(std::str::from_utf8(&raw[start..good]).unwrap_or_default());
+                start = good;
+                match e.error_len() {
+                    Some(bad) => start += bad,
+                    None if at_end => start = raw.len(),
+                    None => break,
+                }
+                text.push(char::REPLACEMENT_CHARACTER);
+            }
+        }
+    }
+    start
 }
 
 /// Resumable search for the end of one JSON value. Only string/escape state and the
@@ -616,11 +755,13 @@ fn read_events(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<()
         return Ok(());
     }
     loop {
-        let start = stream.offset();
-        let len = stream.value_span(true, CONTEXT)?;
-        let span = &stream.unread()[..len];
-        builder.add_element(span, start)?;
-        stream.pos += len;
+        if !parse_event_in_place(stream, builder)? {
+            let start = stream.offset();
+            let len = stream.value_span(true, CONTEXT)?;
+            let span = &stream.unread()[..len];
+            builder.add_element(span, start)?;
+            stream.pos += len;
+        }
         match stream.peek_token()? {
             Some(b',') => stream.pos += 1,
             Some(b']') => {
@@ -634,6 +775,37 @@ fn read_events(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<()
                 })
             }
             None => return Err(Fail::Truncated { context: CONTEXT }),
+        }
+    }
+}
+
+/// The fast path for the common element, a well-formed event object: serde parses it
+/// straight from the buffer and reports where it ended, so the scanner never runs. An
+/// object cut by the buffer's end is retried after a refill. Returns false, consuming
+/// nothing, for anything else (not an object, invalid, `NaN`s, end of input): the
+/// scanner path then finds its span and classifies it.
+fn parse_event_in_place(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<bool, Fail> {
+    loop {
+        if stream.peek_token()? != Some(b'{') {
+            return Ok(false);
+        }
+        let Some(text) = stream.unread_text() else {
+            return Ok(false);
+        };
+        let mut events = serde_json::Deserializer::from_str(text).into_iter::<RawEvent>();
+        let needs_more = match events.next() {
+            Some(Ok(event)) => {
+                let len = events.byte_offset();
+                builder.trace.event_count += 1;
+                builder.add_event(event);
+                stream.pos += len;
+                return Ok(true);
+            }
+            Some(Err(e)) => e.classify() == serde_json::error::Category::Eof,
+            None => true,
+        };
+        if !needs_more || !stream.fill()? {
+            return Ok(false);
         }
     }
 }
@@ -882,6 +1054,46 @@ fn micros_to_ns(raw: Option<&RawValue>) -> Option<Ns> {
 }
 
 fn decimal_micros_to_ns(text: &str) -> Option<Ns> {
+    plain_micros_to_ns(text.as_bytes()).or_else(|| general_micros_to_ns(text))
+}
+
+/// The common case, `digits[.ddd]` with at most 16 integer and 3 fraction digits, in
+/// plain integer arithmetic.
+fn plain_micros_to_ns(bytes: &[u8]) -> Option<Ns> {
+    let mut i = 0;
+    let mut whole: u64 = 0;
+    while i < bytes.len() && bytes[i].is_ascii_digit() {
+        whole = whole * 10 + u64::from(bytes[i] - b'0');
+        i += 1;
+        if i > 16 {
+            return None;
+        }
+    }
+    if i == 0 {
+        return None;
+    }
+    let mut fraction: u64 = 0;
+    let mut unit: u64 = 1000;
+    if i < bytes.len() && bytes[i] == b'.' {
+        i += 1;
+        let first = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() && i - first < 3 {
+            unit /= 10;
+            fraction += u64::from(bytes[i] - b'0') * unit;
+            i += 1;
+        }
+        if i == first {
+            return None;
+        }
+    }
+    if i != bytes.len() {
+        return None;
+    }
+    i64::try_from(whole * 1000 + fraction).ok()
+}
+
+/// Any decimal number: sign, exponent, more than 3 decimals (rounded to nearest).
+fn general_micros_to_ns(text: &str) -> Option<Ns> {
     let bytes = text.as_bytes();
     let mut i = 0;
     let negative = match bytes.first() {
@@ -1009,6 +1221,9 @@ fn non_finite_to_null(span: &[u8]) -> Vec<u8> {
 
 struct TraceBuilder {
     trace: Trace,
+    /// The last integer pids/tids interned: consecutive events mostly share them, and
+    /// this skips formatting and hashing their text again.
+    recent_ints: [Option<(i64, Sym)>; 2],
 }
 
 /// What an `X` event is, from its `cat`.
@@ -1088,6 +1303,7 @@ impl TraceBuilder {
                 path: path.to_path_buf(),
                 ..Trace::default()
             },
+            recent_ints: [None; 2],
         }
     }
 
@@ -1098,6 +1314,17 @@ impl TraceBuilder {
     /// One element of the events array: parsed, classified and kept or counted.
     fn add_element(&mut self, span: &[u8], start: u64) -> Result<(), Fail> {
         self.trace.event_count += 1;
+        // A JSON array would deserialise into the struct field by field; not an event.
+        if span.first() != Some(&b'{') {
+            let valid: Result<IgnoredAny, _> = serde_json::from_slice(&non_finite_to_null(span));
+            return match valid {
+                Err(err) if is_syntax(&err) => Err(json_fail(&err, span, start)),
+                _ => {
+                    self.trace.skipped.malformed += 1;
+                    Ok(())
+                }
+            };
+        }
         match serde_json::from_slice::<RawEvent>(span) {
             Ok(event) => {
                 self.add_event(event);
@@ -1119,6 +1346,23 @@ impl TraceBuilder {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// The symbol of a pid or tid (`""` when absent).
+    fn label(&mut self, label: Option<&Label>) -> Sym {
+        match label {
+            Some(Label::Int(v)) => {
+                let recent = self.recent_ints.iter().flatten();
+                if let Some(&(_, sym)) = recent.into_iter().find(|(k, _)| k == v) {
+                    return sym;
+                }
+                let sym = Label::Int(*v).intern(&mut self.trace.strings);
+                self.recent_ints = [Some((*v, sym)), self.recent_ints[0]];
+                sym
+            }
+            Some(label) => label.intern(&mut self.trace.strings),
+            None => self.trace.strings.intern(""),
         }
     }
 
@@ -1162,10 +1406,12 @@ impl TraceBuilder {
             self.trace.skipped.zero_duration += 1;
             return;
         }
-        let strings = &mut self.trace.strings;
-        let name = strings.intern(ev.name.as_ref().map(|t| t.0.as_ref()).unwrap_or(""));
-        let pid = label_sym(ev.pid.as_ref(), strings);
-        let tid = label_sym(ev.tid.as_ref(), strings);
+        let name = self
+            .trace
+            .strings
+            .intern(ev.name.as_ref().map(|t| t.0.as_ref()).unwrap_or(""));
+        let pid = self.label(ev.pid.as_ref());
+        let tid = self.label(ev.tid.as_ref());
         match class {
             Class::Gpu(kind) => self.trace.gpu_ops.push(GpuOp {
                 name,
@@ -1229,13 +1475,12 @@ impl TraceBuilder {
             .and_then(Label::as_text)
             .filter(|s| !s.is_empty());
         let Some(value) = value else { return };
-        let strings = &mut self.trace.strings;
-        let value = strings.intern(value);
-        let pid = label_sym(ev.pid.as_ref(), strings);
+        let value = self.trace.strings.intern(value);
+        let pid = self.label(ev.pid.as_ref());
         if kind == Some("process_name") {
             self.trace.process_names.push((pid, value));
         } else {
-            let tid = label_sym(ev.tid.as_ref(), strings);
+            let tid = self.label(ev.tid.as_ref());
             self.trace.thread_names.push((pid, tid, value));
         }
     }
@@ -1287,13 +1532,6 @@ impl TraceBuilder {
             _ => {}
         }
         Ok(())
-    }
-}
-
-fn label_sym(label: Option<&Label>, strings: &mut crate::trace::event::Interner) -> Sym {
-    match label {
-        Some(label) => label.intern(strings),
-        None => strings.intern(""),
     }
 }
 
@@ -1888,9 +2126,9 @@ mod tests {
 
     #[test]
     fn tiny_refills_give_the_same_trace() {
-        // Strings with escaped quotes and backslashes must survive every split point.
+        // Escaped quotes, backslashes and multi-byte characters must survive every split.
         let text = format!(
-            r#"{{"a": "x\\\"]}}", "traceEvents": [{KERNEL}, {{"ph": "X", "cat": "cpu_op", "name": "q\"{{\\", "pid": 1, "tid": 1, "ts": 3, "dur": 4}}], "z": "\\"}}"#
+            r#"{{"a": "x\\\"]}}", "traceEvents": [{KERNEL}, {{"ph": "X", "cat": "cpu_op", "name": "q\"{{\\ µs ✓ 名前", "pid": 1, "tid": 1, "ts": 3, "dur": 4}}], "z": "\\"}}"#
         );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.json");
@@ -1898,8 +2136,9 @@ mod tests {
         for chunk in 1..=9 {
             let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
             assert_eq!((t.gpu_ops.len(), t.cpu_ops.len()), (1, 1), "chunk {chunk}");
-            assert_eq!(t.name(t.cpu_ops[0].name), "q\"{\\");
+            assert_eq!(t.name(t.cpu_ops[0].name), "q\"{\\ µs ✓ 名前");
             assert_eq!(t.meta.keys, ["a", "traceEvents", "z"]);
+            assert_eq!(t.json_bytes, text.len() as u64);
         }
         let path = shared("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
         let small = read_trace_in_chunks(&path, &mut |_| {}, 4096).unwrap();
@@ -1907,6 +2146,24 @@ mod tests {
         assert_eq!(small.gpu_ops, big.gpu_ops);
         assert_eq!(small.py_frames, big.py_frames);
         assert_eq!(small.json_bytes, big.json_bytes);
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        let mut bytes = br#"[{"ph": "X", "cat": "cpu_op", "name": "a"#.to_vec();
+        bytes.extend_from_slice(&[0xff, b'b', 0xe5, 0x90]);
+        bytes.extend_from_slice(br#"", "pid": 1, "tid": 1, "ts": 3, "dur": 4}]"#);
+        std::fs::write(&path, &bytes).unwrap();
+        for chunk in [1, 2, 3, 1 << 20] {
+            let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+            assert_eq!(
+                t.name(t.cpu_ops[0].name),
+                "a\u{fffd}b\u{fffd}",
+                "chunk {chunk}"
+            );
+        }
     }
 
     #[test]
