@@ -1,12 +1,15 @@
 //! Streaming reader: one pass from the file's bytes to a compact [`Trace`].
 //!
-//! Why a hand-written scanner: a torch.profiler trace is one JSON document whose
-//! `traceEvents` array holds millions of small objects. Building a JSON tree of it costs
-//! about 6x the file size in memory (the predecessor's failure). Instead a small scanner
-//! walks the top-level structure over a rolling byte buffer, finds the byte span of each
-//! event (tracking only string/escape state and brace depth, memchr-accelerated), and
-//! serde deserialises that span into a borrowed [`RawEvent`] holding just the fields later
-//! steps use. Memory grows with the retained records, never with the document.
+//! Why not a JSON tree: a torch.profiler trace is one JSON document whose `traceEvents`
+//! array holds millions of small objects, and a tree of it costs about 6x the file size
+//! in memory (the predecessor's failure). Instead the reader walks the top-level
+//! structure over a rolling text buffer and deserialises each event in place into a
+//! borrowed [`RawEvent`] holding just the fields later steps use; serde skips the rest
+//! without allocating. Elements that are not plain event objects (scalars, invalid JSON,
+//! Python's `NaN`) go through a small iterative scanner that finds their byte span
+//! (string/escape state and bracket depth, memchr-accelerated) so they can be counted or
+//! reported. Memory grows with the retained records, never with the document. gzip is
+//! decompressed on its own thread.
 //!
 //! What is kept (see `shared/spec/analysis-behaviour.md` §3.1): GPU kernels, memcpys and
 //! memsets; runtime/driver calls that carry a `correlation` (every one: `cudaMemcpyAsync`
@@ -15,7 +18,10 @@
 //!
 //! Times are converted to integer nanoseconds from the number's decimal text, never via
 //! `f64`, so sums of `dur` are exact. `NaN`/`Infinity` literals that Python writes into
-//! JSON are read as absent values.
+//! JSON are read as absent values. A kept event without a usable `ts`/`dur` (absent,
+//! `NaN`, negative) is dropped and counted in `skipped.bad_time`, whatever its class
+//! (the predecessor read a missing CPU-side `ts` as 0, which misplaces frames); a GPU op
+//! with `dur == 0` is counted in `skipped.zero_duration`.
 
 use std::borrow::Cow;
 use std::fmt;
