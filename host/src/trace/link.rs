@@ -13,7 +13,7 @@
 //! Frame and op nesting come from time containment on one thread, found by one sweep
 //! per thread over intervals sorted by start (O(n log n)), never by scanning.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::trace::event::{Ns, Sym, Trace};
 
@@ -172,7 +172,7 @@ fn contains_time(start: Ns, end: Ns, t: Ns) -> bool {
 /// The runtime call of each GPU op, by correlation. When a correlation repeats, the
 /// call that started last at or before the op wins (else the earliest one).
 fn runtime_calls_of_ops(trace: &Trace) -> Vec<Option<u32>> {
-    let mut by_correlation: HashMap<u64, Vec<u32>> = HashMap::new();
+    let mut by_correlation: HashMap<u64, Vec<u32>> = HashMap::default();
     for (i, call) in trace.runtime.iter().enumerate() {
         by_correlation
             .entry(call.correlation)
@@ -202,7 +202,7 @@ fn nearest_start_at_or_before(sorted: &[u32], start: impl Fn(&u32) -> Ns, t: Ns)
 }
 
 fn index_cpu_ops_by_external_id(trace: &Trace) -> HashMap<u64, Vec<u32>> {
-    let mut by_external: HashMap<u64, Vec<u32>> = HashMap::new();
+    let mut by_external: HashMap<u64, Vec<u32>> = HashMap::default();
     for (i, op) in trace.cpu_ops.iter().enumerate() {
         if let Some(id) = op.external_id {
             by_external.entry(id).or_default().push(i as u32);
@@ -243,7 +243,7 @@ fn sweep_active(
     queries: &[Option<(Thread, Ns)>],
     mut visit: impl FnMut(usize, &[Interval]),
 ) {
-    let mut queries_by_thread: HashMap<Thread, Vec<(Ns, usize)>> = HashMap::new();
+    let mut queries_by_thread: HashMap<Thread, Vec<(Ns, usize)>> = HashMap::default();
     for (q, query) in queries.iter().enumerate() {
         if let Some((thread, t)) = *query {
             queries_by_thread.entry(thread).or_default().push((t, q));
@@ -279,7 +279,7 @@ fn sweep_active(
 
 /// The innermost cpu_op containing each launch point.
 fn innermost_cpu_ops(trace: &Trace, points: &[Option<(Thread, Ns)>]) -> Vec<Option<u32>> {
-    let mut intervals: HashMap<Thread, Vec<Interval>> = HashMap::new();
+    let mut intervals: HashMap<Thread, Vec<Interval>> = HashMap::default();
     for (i, op) in trace.cpu_ops.iter().enumerate() {
         intervals
             .entry((op.pid, op.tid))
@@ -302,7 +302,7 @@ fn python_stacks(
     trace: &Trace,
     points: &[Option<(Thread, Ns)>],
 ) -> (Vec<Option<StackId>>, Vec<Vec<Sym>>) {
-    let mut intervals: HashMap<Thread, Vec<Interval>> = HashMap::new();
+    let mut intervals: HashMap<Thread, Vec<Interval>> = HashMap::default();
     for (i, frame) in trace.py_frames.iter().enumerate() {
         intervals
             .entry((frame.pid, frame.tid))
@@ -313,7 +313,7 @@ fn python_stacks(
                 item: i as u32,
             });
     }
-    let mut ids: HashMap<Vec<Sym>, StackId> = HashMap::new();
+    let mut ids: HashMap<Vec<Sym>, StackId> = HashMap::default();
     let mut stacks: Vec<Vec<Sym>> = Vec::new();
     let mut stack_of = vec![None; points.len()];
     // Kernels of one graph replay share a launch point: reuse the last answer.
