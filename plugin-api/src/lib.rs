@@ -10,6 +10,9 @@
 //! fields than the host. New entry points are therefore appended after
 //! `last_prefix_field` in a new minor version, and the host keeps a frozen copy of each
 //! released layout (`baseline` modules) to load older plugins through.
+//!
+//! History: 1.0.0 `manifest`, `detect`, `attribution`, `stage_of`; 1.1.0 adds
+//! `fusion_registry` (the plugin's fusion-catalog rows as TOML text).
 
 use abi_stable::{
     declare_root_module_statics,
@@ -216,6 +219,10 @@ pub struct FrameworkPlugin {
     pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
     #[sabi(last_prefix_field)]
     pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
+    /// Since 1.1.0: the engine's fusion-catalog rows, the TOML text of
+    /// `catalog/fusions/<origin>.toml` (schema in `catalog/README.md`); empty for none.
+    /// Read through the `Option` accessor: a 1.0 plugin has no such field.
+    pub fusion_registry: extern "C" fn() -> RResult<RString, RString>,
 }
 
 impl RootModule for FrameworkPluginRef {
@@ -223,6 +230,59 @@ impl RootModule for FrameworkPluginRef {
     const BASE_NAME: &'static str = "llm_triage_plugin";
     const NAME: &'static str = "llm_triage_plugin";
     const VERSION_STRINGS: VersionStrings = package_version_strings!();
+}
+
+/// Frozen copies of released root-module layouts, so the host can load plugins built
+/// against an older minor API (see `host/src/plugins/mod.rs`). Never change a released
+/// baseline: it must stay byte-for-byte the layout that version shipped.
+pub mod baseline_v1_0 {
+    use abi_stable::{
+        declare_root_module_statics,
+        library::RootModule,
+        sabi_types::VersionStrings,
+        std_types::{ROption, RResult, RStr, RString},
+        StableAbi,
+    };
+
+    use super::{Attribution, Claim, Manifest, MarkerKind, StageHint, TraceEvidence};
+
+    /// The plugin-API version this layout shipped in.
+    pub const API_VERSION: &str = "1.0.0";
+
+    /// The 1.0.0 root module. Same type name as the current one on purpose: abi_stable
+    /// 0.11 compares type name and package, not module path.
+    #[repr(C)]
+    #[derive(StableAbi)]
+    #[sabi(kind(Prefix(prefix_ref = FrameworkPluginRef)))]
+    #[sabi(missing_field(option))]
+    pub struct FrameworkPlugin {
+        pub manifest: extern "C" fn() -> RResult<Manifest, RString>,
+        pub detect: extern "C" fn(&TraceEvidence) -> RResult<ROption<Claim>, RString>,
+        pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
+        #[sabi(last_prefix_field)]
+        pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
+    }
+
+    impl RootModule for FrameworkPluginRef {
+        declare_root_module_statics! {FrameworkPluginRef}
+        const BASE_NAME: &'static str = "llm_triage_plugin";
+        const NAME: &'static str = "llm_triage_plugin";
+        const VERSION_STRINGS: VersionStrings = VersionStrings::new(API_VERSION);
+    }
+
+    impl FrameworkPluginRef {
+        /// This 1.0 module seen through the current layout: the fields added since read
+        /// as absent (`None`).
+        ///
+        /// # Safety
+        /// `self` must have passed abi_stable's checked load
+        /// (`init_root_module::<FrameworkPluginRef>()` of this module). The current layout
+        /// starts with exactly this layout's prefix fields, and the prefix metadata
+        /// records how many fields the library really has, so later accessors see `None`.
+        pub unsafe fn upgrade(self) -> super::FrameworkPluginRef {
+            super::FrameworkPluginRef(unsafe { self.0.cast() })
+        }
+    }
 }
 
 /// What a plugin author implements; [`export_plugin!`] turns it into the root module.
@@ -249,7 +309,9 @@ pub fn guarded<T>(entry: &str, f: impl FnOnce() -> T) -> RResult<T, RString> {
 }
 
 /// Exports `$plugin: EnginePlugin` as this library's root module, every entry point
-/// wrapped in [`guarded`].
+/// wrapped in [`guarded`]. `registry = <&'static str>` adds the plugin's fusion-catalog
+/// rows (usually `include_str!` of `catalog/fusions/<origin>.toml`); without it the
+/// plugin exports an empty registry.
 ///
 /// The plugin crate must be a `cdylib` whose library name contains `llm_triage_plugin`
 /// (the host only opens such files) and must depend on `abi_stable` itself: the
@@ -257,6 +319,9 @@ pub fn guarded<T>(entry: &str, f: impl FnOnce() -> T) -> RResult<T, RString> {
 #[macro_export]
 macro_rules! export_plugin {
     ($plugin:ty) => {
+        $crate::export_plugin!($plugin, registry = "");
+    };
+    ($plugin:ty, registry = $registry:expr) => {
         mod __llm_triage_exported {
             use super::*;
             use $crate::__private::*;
@@ -285,6 +350,13 @@ macro_rules! export_plugin {
                 })
             }
 
+            extern "C" fn fusion_registry() -> RResult<RString, RString> {
+                $crate::guarded("fusion_registry", || {
+                    let text: &'static str = $registry;
+                    RString::from(text)
+                })
+            }
+
             #[export_root_module]
             pub fn get_library() -> $crate::FrameworkPluginRef {
                 $crate::FrameworkPlugin {
@@ -292,6 +364,7 @@ macro_rules! export_plugin {
                     detect,
                     attribution,
                     stage_of,
+                    fusion_registry,
                 }
                 .leak_into_prefix()
             }

@@ -79,7 +79,7 @@ pub struct TokenMatcher {
 }
 
 impl TokenMatcher {
-    fn matches(&self, token: &str) -> bool {
+    pub fn matches(&self, token: &str) -> bool {
         match (self.any_prefix, self.any_suffix) {
             (false, false) => token == self.text,
             (true, false) => token.ends_with(&self.text),
@@ -136,7 +136,8 @@ impl FamilyRule {
     }
 }
 
-fn appears_consecutively(pattern: &[TokenMatcher], name_tokens: &[String]) -> bool {
+/// True when `pattern` matches consecutive tokens of `name_tokens`.
+pub fn appears_consecutively(pattern: &[TokenMatcher], name_tokens: &[String]) -> bool {
     pattern.len() <= name_tokens.len()
         && name_tokens
             .windows(pattern.len())

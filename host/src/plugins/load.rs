@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use llm_triage_plugin_api::abi_stable::library::lib_header_from_path;
-use llm_triage_plugin_api::{FrameworkPluginRef, PLUGIN_API_VERSION};
+use llm_triage_plugin_api::{baseline_v1_0, FrameworkPluginRef, PLUGIN_API_VERSION};
 
 use super::install::user_plugin_dir;
 use super::{CapabilityCell, Engine, EngineManifest, UpstreamRef};
@@ -162,13 +162,26 @@ pub fn load_file(path: &Path) -> Result<Engine, String> {
     let header = lib_header_from_path(path)
         .map_err(|e| format!("not a loadable plugin library: {}", tail(&e.to_string())))?;
     let plugin_api = header.version_strings().version.as_str().to_string();
-    check_api_version(&plugin_api)?;
-    let module = header.init_root_module::<FrameworkPluginRef>().map_err(|e| {
+    let layout = check_api_version(&plugin_api)?;
+    let abi_error = |e: AbiLoadError| {
         format!(
             "failed the ABI check (plugin API {plugin_api}, host plugin API {PLUGIN_API_VERSION}): {}",
             tail(&e.to_string())
         )
-    })?;
+    };
+    let module = match layout {
+        Layout::Current => header
+            .init_root_module::<FrameworkPluginRef>()
+            .map_err(abi_error)?,
+        Layout::BaselineV1_0 => {
+            let old = header
+                .init_root_module::<baseline_v1_0::FrameworkPluginRef>()
+                .map_err(abi_error)?;
+            // SAFETY: `old` passed the full layout check against the frozen 1.0 layout,
+            // which is the prefix of the current one; later fields read as `None`.
+            unsafe { old.upgrade() }
+        }
+    };
     let manifest = (module.manifest())()
         .into_result()
         .map_err(|e| format!("its manifest entry point failed: {e}"))?;
@@ -181,9 +194,21 @@ pub fn load_file(path: &Path) -> Result<Engine, String> {
     })
 }
 
-/// Refuses a plugin built against an API this host cannot read (see the module docs of
-/// `plugins` for how older minors will load through baseline layouts).
-pub fn check_api_version(plugin_api: &str) -> Result<(), String> {
+type AbiLoadError = llm_triage_plugin_api::abi_stable::library::LibraryError;
+
+/// The root-module layout a plugin is loaded through.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// The host's own layout (the plugin's minor API is the host's or newer).
+    Current,
+    /// The frozen 1.0 layout: the plugin predates `fusion_registry`.
+    BaselineV1_0,
+}
+
+/// Which layout a plugin built for `plugin_api` loads through, or why it cannot load:
+/// another major is refused; an older minor goes through its frozen baseline (a newer
+/// plugin never does, so a broken field after the old ones is still caught).
+pub fn check_api_version(plugin_api: &str) -> Result<Layout, String> {
     let host = semver::Version::parse(PLUGIN_API_VERSION).expect("plugin-api's own version parses");
     let plugin = semver::Version::parse(plugin_api)
         .map_err(|_| format!("its plugin API version {plugin_api:?} is not a version number"))?;
@@ -194,14 +219,18 @@ pub fn check_api_version(plugin_api: &str) -> Result<(), String> {
             host.major
         ));
     }
-    if plugin.minor < host.minor {
-        // No baseline layouts exist before 1.0; a later minor adds them here.
-        return Err(format!(
-            "built for plugin API {plugin}, older than this host's plugin API {host}, and this \
-             host keeps no baseline layout for it; rebuild the plugin"
-        ));
+    if plugin.minor >= host.minor {
+        return Ok(Layout::Current);
     }
-    Ok(())
+    let baseline = semver::Version::parse(baseline_v1_0::API_VERSION)
+        .expect("the baseline's own version parses");
+    if (plugin.major, plugin.minor) == (baseline.major, baseline.minor) {
+        return Ok(Layout::BaselineV1_0);
+    }
+    Err(format!(
+        "built for plugin API {plugin}, older than this host's plugin API {host}, and this \
+         host keeps no baseline layout for it; rebuild the plugin"
+    ))
 }
 
 fn check_name(name: &str) -> Result<(), String> {
@@ -330,15 +359,18 @@ mod tests {
 
     #[test]
     fn api_versions() {
-        assert_eq!(check_api_version(PLUGIN_API_VERSION), Ok(()));
-        assert_eq!(check_api_version("1.7.2"), Ok(()));
+        assert_eq!(PLUGIN_API_VERSION, "1.1.0");
+        assert_eq!(check_api_version(PLUGIN_API_VERSION), Ok(Layout::Current));
+        assert_eq!(check_api_version("1.7.2"), Ok(Layout::Current));
+        assert_eq!(check_api_version("1.0.0"), Ok(Layout::BaselineV1_0));
+        assert_eq!(check_api_version("1.0.9"), Ok(Layout::BaselineV1_0));
         let major = check_api_version("2.0.0").unwrap_err();
         assert!(
-            major.contains("plugin API 2.0.0") && major.contains("plugin API 1.0.0"),
+            major.contains("plugin API 2.0.0") && major.contains("plugin API 1.1.0"),
             "{major}"
         );
         let old = check_api_version("0.9.0").unwrap_err();
-        assert!(old.contains("0.9.0") && old.contains("1.0.0"), "{old}");
+        assert!(old.contains("0.9.0") && old.contains("1.1.0"), "{old}");
         assert!(check_api_version("one").is_err());
     }
 

@@ -29,8 +29,9 @@
 //!    baseline, so a broken field after the old ones is still caught.
 //! 3. Another major: refused, with a message naming both API versions.
 //!
-//! For 1.0.0 there is no older layout, so step 2 has nothing to do yet; the version gate
-//! is already in place.
+//! API 1.1.0 appended `fusion_registry`; `baseline_v1_0` keeps the 1.0.0 layout, and a
+//! 1.0.x plugin loads through it and contributes no fusion rows
+//! (`host/tests/plugin_baseline.rs` loads a real 1.0 cdylib).
 
 pub mod install;
 pub mod load;
@@ -142,6 +143,16 @@ impl Engine {
                 })
                 .collect(),
         })
+    }
+
+    /// The plugin's fusion-catalog rows as TOML text; `None` when the plugin predates
+    /// plugin API 1.1 (no such entry point) or exports an empty registry.
+    pub fn fusion_registry(&self) -> Result<Option<String>, TriageError> {
+        let Some(entry) = self.module.fusion_registry() else {
+            return Ok(None);
+        };
+        let text = self.call(entry())?;
+        Ok(Some(text.to_string()).filter(|t| !t.trim().is_empty()))
     }
 
     /// The stage a file path or annotation name marks, by this engine's conventions.

@@ -119,7 +119,10 @@ impl EnginePlugin for SgLang {
     }
 }
 
-export_plugin!(SgLang);
+export_plugin!(
+    SgLang,
+    registry = include_str!("../../../catalog/fusions/sglang.toml")
+);
 
 fn server_args_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let has = |key: &str| evidence.server_args.iter().any(|kv| kv.key.as_str() == key);

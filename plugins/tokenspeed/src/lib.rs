@@ -110,7 +110,10 @@ impl EnginePlugin for TokenSpeed {
     }
 }
 
-export_plugin!(TokenSpeed);
+export_plugin!(
+    TokenSpeed,
+    registry = include_str!("../../../catalog/fusions/tokenspeed.toml")
+);
 
 fn server_args_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let found: Vec<&str> = TOKENSPEED_ONLY_KEYS

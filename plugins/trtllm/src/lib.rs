@@ -90,7 +90,10 @@ impl EnginePlugin for TrtLlm {
     }
 }
 
-export_plugin!(TrtLlm);
+export_plugin!(
+    TrtLlm,
+    registry = include_str!("../../../catalog/fusions/trtllm.toml")
+);
 
 fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let own = scan::frames_under(evidence, &["tensorrt_llm"]);

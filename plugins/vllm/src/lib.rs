@@ -100,7 +100,10 @@ impl EnginePlugin for Vllm {
     }
 }
 
-export_plugin!(Vllm);
+export_plugin!(
+    Vllm,
+    registry = include_str!("../../../catalog/fusions/vllm.toml")
+);
 
 fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let own = scan::frames_under(evidence, &["vllm"]);

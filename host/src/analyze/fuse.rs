@@ -1,0 +1,910 @@
+//! The fuse-pattern table: which known kernel fusions a stage shows, fused or split.
+//!
+//! A catalog row ([`FusionRule`], loaded by [`crate::catalog`]) describes a fusion by
+//! *active* evidence (the fused kernel, its CPU op or its Python location) and *split*
+//! groups (the kernels the unfused path runs instead). Matching is deterministic and
+//! token-aware (the kernel-family tokenizer, [`crate::analyze::families::tokens`]): a
+//! pattern is a run of whole tokens or an anchored regex, never a substring of compacted
+//! text, and hash-like path segments (torch.compile / Inductor / Triton cache paths) are
+//! removed from locations and CPU ops before matching, so `wk` can never hit a cache hash
+//! (the predecessor's false "DSV3.2 indexer: Confirmed", spec §14 item 11).
+//!
+//! For one stage ([`fuse_table`]):
+//!
+//! 1. Only rows of the selected engine's origin, plus `torch`, apply.
+//! 2. Gates: `min_tp` against the TP size ([`RunFacts::tp`]); `models_include` /
+//!    `models_exclude` against the model names ([`RunFacts::models`]). A failed gate
+//!    drops the row; a gate that cannot be evaluated (no TP size, no model name) keeps
+//!    it but caps it at `Candidate`.
+//! 3. `active` = kernel rows any active pattern matches; group *i* = rows any pattern of
+//!    split group *i* matches. The row needs an active hit, or a hit in every group.
+//! 4. related = active, then each group, de-duplicated; a split-only row below its
+//!    `min_share` is dropped.
+//! 5. Confidence: `Confirmed` when every gate was evaluated and either the fused path was
+//!    seen (active hit) or the split kernels reach `likely_share`; else `Candidate`.
+//!
+//! Selection (spec §9.3, greedy and row-consuming): matches are sorted by priority, then
+//! span (number of split groups, at least 1 with active patterns), then number of related
+//! kernel rows, then related GPU time, all descending; equal keys keep catalog order. In
+//! that order a match is skipped when an accepted match subsumes its id or already
+//! claimed one of its kernel rows; otherwise it is accepted. Accepted rows below the
+//! report's share bar are dropped; the rest keep the greedy order.
+
+use std::collections::HashSet;
+
+use serde::{Serialize, Serializer};
+
+use crate::analyze::families::{appears_consecutively, tokens, TokenMatcher};
+use crate::report::model::{FusionEvidence, FusionRow, KernelRow};
+use crate::trace::event::Trace;
+
+/// The origin whose rows apply to every engine (TorchInductor and eager PyTorch).
+pub const TORCH_ORIGIN: &str = "torch";
+
+/// Where a row's fused path stands relative to its origin engine.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Merged in the origin engine's main branch.
+    Mainline,
+    /// Exists upstream (a kernel library or another engine), not in the origin engine.
+    Upstream,
+    /// An open upstream pull request (`pr`).
+    Inflight,
+}
+
+impl Status {
+    pub fn parse(text: &str) -> Option<Status> {
+        match text {
+            "mainline" => Some(Status::Mainline),
+            "upstream" => Some(Status::Upstream),
+            "inflight" => Some(Status::Inflight),
+            _ => None,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Mainline => "mainline",
+            Status::Upstream => "upstream",
+            Status::Inflight => "inflight",
+        }
+    }
+}
+
+/// One pattern of a catalog row: a token run or an anchored regex (`re:`).
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    /// As written in the catalog.
+    pub text: String,
+    kind: PatternKind,
+}
+
+#[derive(Clone, Debug)]
+enum PatternKind {
+    Tokens(Vec<TokenMatcher>),
+    Regex(regex::Regex),
+}
+
+impl Pattern {
+    pub fn tokens(text: &str, matchers: Vec<TokenMatcher>) -> Pattern {
+        Pattern {
+            text: text.to_string(),
+            kind: PatternKind::Tokens(matchers),
+        }
+    }
+
+    pub fn regex(text: &str, regex: regex::Regex) -> Pattern {
+        Pattern {
+            text: text.to_string(),
+            kind: PatternKind::Regex(regex),
+        }
+    }
+
+    /// The token matchers of a token pattern; `None` for a regex.
+    pub fn token_matchers(&self) -> Option<&[TokenMatcher]> {
+        match &self.kind {
+            PatternKind::Tokens(m) => Some(m),
+            PatternKind::Regex(_) => None,
+        }
+    }
+
+    fn matches(&self, field: &FieldText) -> bool {
+        match &self.kind {
+            PatternKind::Tokens(matchers) => appears_consecutively(matchers, &field.tokens),
+            PatternKind::Regex(regex) => regex.is_match(&field.text),
+        }
+    }
+}
+
+impl Serialize for Pattern {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+/// Patterns over the three things a kernel row carries.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Evidence {
+    pub kernel: Vec<Pattern>,
+    pub cpu_op: Vec<Pattern>,
+    pub location: Vec<Pattern>,
+}
+
+impl Evidence {
+    pub fn is_empty(&self) -> bool {
+        self.kernel.is_empty() && self.cpu_op.is_empty() && self.location.is_empty()
+    }
+
+    /// The first pattern (kernel, then CPU op, then location) that matches `row`.
+    fn first_hit(&self, row: &Haystack) -> Option<(Field, &Pattern)> {
+        fn in_field<'p>(
+            patterns: &'p [Pattern],
+            fields: &[FieldText],
+            field: Field,
+        ) -> Option<(Field, &'p Pattern)> {
+            patterns
+                .iter()
+                .find(|p| fields.iter().any(|f| p.matches(f)))
+                .map(|p| (field, p))
+        }
+        in_field(&self.kernel, std::slice::from_ref(&row.name), Field::Kernel)
+            .or_else(|| in_field(&self.cpu_op, &row.cpu_ops, Field::CpuOp))
+            .or_else(|| in_field(&self.location, &row.locations, Field::Location))
+    }
+}
+
+/// A part of the unfused path; every group must be seen for a split match.
+#[derive(Clone, Debug, Serialize)]
+pub struct SplitGroup {
+    pub name: String,
+    #[serde(flatten)]
+    pub evidence: Evidence,
+}
+
+/// Which models and TP sizes a row applies to.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Gate {
+    /// Lower-case model-name fragments; empty = any model.
+    pub models_include: Vec<String>,
+    pub models_exclude: Vec<String>,
+    /// Minimum tensor-parallel size (1 = no requirement).
+    pub min_tp: u32,
+}
+
+/// One validated row of the fusion catalog.
+#[derive(Clone, Debug, Serialize)]
+pub struct FusionRule {
+    pub id: String,
+    pub label: String,
+    pub origin: String,
+    pub status: Status,
+    pub pr: Option<u64>,
+    pub priority: i64,
+    pub min_share: f64,
+    pub likely_share: f64,
+    pub subsumes: Vec<String>,
+    pub candidate_paths: Vec<String>,
+    pub rationale: String,
+    pub checked_against: Vec<String>,
+    pub active: Evidence,
+    pub split: Vec<SplitGroup>,
+    pub gate: Gate,
+    /// Where the row was loaded from (a file, or `plugin <name>`).
+    pub source: String,
+}
+
+impl FusionRule {
+    /// Spec §9.3 span: the number of split groups, at least 1 with active patterns.
+    fn span(&self) -> usize {
+        self.split.len().max(usize::from(!self.active.is_empty()))
+    }
+
+    /// Whether the row applies to a trace of `engine`.
+    pub fn applies_to(&self, engine: &str) -> bool {
+        self.origin == engine || self.origin == TORCH_ORIGIN
+    }
+}
+
+/// Facts about the run the gates read: model names and TP size, with where they came from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunFacts {
+    /// Lower-case model identifiers: server-arg values, model class names seen in the
+    /// trace (`Qwen3ForCausalLM`), model source files (`models/qwen3.py` gives `qwen3`).
+    pub models: Vec<String>,
+    pub tp: Option<u32>,
+    /// Where `tp` came from, e.g. `server args tp_size`.
+    pub tp_source: Option<String>,
+}
+
+/// Server-arg keys that name the model, in the order they are read.
+pub const MODEL_KEYS: &[&str] = &["model_path", "model", "served_model_name", "model_name"];
+/// Server-arg keys that give the tensor-parallel size, in the order they are read.
+pub const TP_KEYS: &[&str] = &["tp_size", "tensor_parallel_size", "tp"];
+
+/// The gate facts of a run: server args first, then what the traces themselves show
+/// (model class names in any interned string, model source files of Python frames,
+/// `distributedInfo.world_size` when no server arg gives the TP size).
+pub fn run_facts(
+    server_args: Option<&serde_json::Map<String, serde_json::Value>>,
+    traces: &[&Trace],
+) -> RunFacts {
+    let mut models: Vec<String> = Vec::new();
+    let mut add = |name: String| {
+        let name = name.trim().to_lowercase();
+        if !name.is_empty() && !models.contains(&name) {
+            models.push(name);
+        }
+    };
+    if let Some(args) = server_args {
+        for key in MODEL_KEYS {
+            match args.get(*key) {
+                Some(serde_json::Value::String(s)) => add(s.clone()),
+                Some(serde_json::Value::Array(items)) => items
+                    .iter()
+                    .filter_map(|v| v.as_str())
+                    .for_each(|s| add(s.to_string())),
+                _ => {}
+            }
+        }
+    }
+    for trace in traces {
+        for name in trace_model_names(trace) {
+            add(name);
+        }
+    }
+    let from_args = server_args.and_then(|args| {
+        TP_KEYS.iter().find_map(|key| {
+            let n = match args.get(*key)? {
+                serde_json::Value::Number(n) => n.as_u64()?,
+                serde_json::Value::String(s) => s.trim().parse().ok()?,
+                _ => return None,
+            };
+            (n >= 1).then(|| (n.min(u32::MAX as u64) as u32, format!("server args {key}")))
+        })
+    });
+    let from_trace = || {
+        traces
+            .iter()
+            .filter_map(|t| t.meta.world_size)
+            .filter(|&n| n >= 1)
+            .max()
+            .map(|n| (n, "trace distributedInfo.world_size".to_string()))
+    };
+    let (tp, tp_source) = match from_args.or_else(from_trace) {
+        Some((n, source)) => (Some(n), Some(source)),
+        None => (None, None),
+    };
+    RunFacts {
+        models,
+        tp,
+        tp_source,
+    }
+}
+
+/// Model class names (`...ForCausalLM`, `...ForConditionalGeneration`) anywhere in the
+/// trace's strings, and the model source files of its Python frames, in first-seen order.
+fn trace_model_names(trace: &Trace) -> Vec<String> {
+    let mut names = Vec::new();
+    for i in 0..trace.strings.len() {
+        let text = trace.name(crate::trace::event::Sym(i as u32));
+        for class in model_classes(text) {
+            if !names.contains(&class) {
+                names.push(class);
+            }
+        }
+    }
+    let mut frames: Vec<crate::trace::event::Sym> =
+        trace.py_frames.iter().map(|f| f.name).collect();
+    frames.sort();
+    frames.dedup();
+    for sym in frames {
+        if let Some(stem) = model_file_stem(trace.name(sym)) {
+            if !names.contains(&stem) {
+                names.push(stem);
+            }
+        }
+    }
+    names
+}
+
+const CLASS_SUFFIXES: &[&str] = &["ForCausalLM", "ForConditionalGeneration"];
+
+/// `Qwen3ForCausalLM` in `nn.Module: Qwen3ForCausalLM_0` or any other text.
+fn model_classes(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for suffix in CLASS_SUFFIXES {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(suffix) {
+            let end = from + at;
+            let start = text[..end]
+                .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                .map_or(0, |i| i + 1);
+            let stem = &text[start..end];
+            if stem.starts_with(|c: char| c.is_ascii_uppercase()) {
+                found.push(format!("{stem}{suffix}"));
+            }
+            from = end + suffix.len();
+        }
+    }
+    found
+}
+
+/// `qwen3` for a frame in `.../models/qwen3.py(12): forward`, `qwen2` for
+/// `transformers/models/qwen2/modeling_qwen2.py`: the component after a `models` directory.
+fn model_file_stem(frame: &str) -> Option<String> {
+    let path = frame.split('(').next().unwrap_or(frame);
+    let parts: Vec<&str> = path.split(['/', '\\']).filter(|p| !p.is_empty()).collect();
+    let at = parts.iter().rposition(|p| *p == "models")?;
+    let next = parts.get(at + 1)?;
+    let stem = next.strip_suffix(".py").unwrap_or(next);
+    (!stem.is_empty() && stem != "__init__").then(|| stem.to_string())
+}
+
+/// A gate's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GateState {
+    Passed,
+    /// Cannot be evaluated; the text says why.
+    Unknown(String),
+    Failed,
+}
+
+/// `token` occurs in `model` once both are lower-cased with separators dropped, so
+/// `gpt-oss` finds `GptOssForCausalLM` and `openai/gpt-oss-20b`.
+fn model_mentions(model: &str, token: &str) -> bool {
+    let compact = |s: &str| -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let token = compact(token);
+    !token.is_empty() && compact(model).contains(&token)
+}
+
+/// The gates of `rule` against the run facts: every failed gate fails, else any unknown
+/// gate is unknown.
+pub fn gate_state(rule: &FusionRule, facts: &RunFacts) -> GateState {
+    let mut unknown = Vec::new();
+    if rule.gate.min_tp > 1 {
+        match facts.tp {
+            Some(tp) if tp < rule.gate.min_tp => return GateState::Failed,
+            Some(_) => {}
+            None => unknown.push(format!(
+                "TP size unknown (the row needs TP >= {})",
+                rule.gate.min_tp
+            )),
+        }
+    }
+    let gated = !rule.gate.models_include.is_empty() || !rule.gate.models_exclude.is_empty();
+    if gated {
+        if facts.models.is_empty() {
+            unknown.push(format!(
+                "model unknown (the row applies to {})",
+                describe_models(&rule.gate)
+            ));
+        } else {
+            let mentions = |tokens: &[String]| {
+                facts
+                    .models
+                    .iter()
+                    .any(|m| tokens.iter().any(|t| model_mentions(m, t)))
+            };
+            if mentions(&rule.gate.models_exclude) {
+                return GateState::Failed;
+            }
+            if !rule.gate.models_include.is_empty() && !mentions(&rule.gate.models_include) {
+                return GateState::Failed;
+            }
+        }
+    }
+    if unknown.is_empty() {
+        GateState::Passed
+    } else {
+        GateState::Unknown(unknown.join("; "))
+    }
+}
+
+fn describe_models(gate: &Gate) -> String {
+    let mut parts = Vec::new();
+    if !gate.models_include.is_empty() {
+        parts.push(gate.models_include.join("/"));
+    }
+    if !gate.models_exclude.is_empty() {
+        parts.push(format!("not {}", gate.models_exclude.join("/")));
+    }
+    parts.join(", ")
+}
+
+/// One field of a kernel row, ready to match: the text regexes see, the tokens token
+/// patterns see.
+#[derive(Clone, Debug)]
+struct FieldText {
+    text: String,
+    tokens: Vec<String>,
+}
+
+impl FieldText {
+    fn new(text: String) -> FieldText {
+        let tokens = tokens(&text);
+        FieldText { text, tokens }
+    }
+}
+
+/// What a kernel row offers the matcher: its name, CPU ops and Python locations, the
+/// latter two with hash-like path segments removed.
+#[derive(Clone, Debug)]
+pub struct Haystack {
+    name: FieldText,
+    cpu_ops: Vec<FieldText>,
+    locations: Vec<FieldText>,
+}
+
+impl Haystack {
+    pub fn of(row: &KernelRow) -> Haystack {
+        Haystack {
+            name: FieldText::new(row.name.clone()),
+            cpu_ops: row
+                .cpu_ops
+                .iter()
+                .map(|op| FieldText::new(without_hashes(op)))
+                .collect(),
+            locations: row
+                .python_locations
+                .iter()
+                .filter(|s| s.location != crate::analyze::kernels::UNRESOLVED)
+                .map(|s| FieldText::new(location_without_hashes(&s.location)))
+                .collect(),
+        }
+    }
+}
+
+/// A word (maximal alphanumeric run) that looks like a digest or a generated cache key
+/// rather than a name: very long, or long and mixing many digits and letters, or a hex run.
+pub fn is_hash_like(word: &str) -> bool {
+    let len = word.len();
+    let digits = word.bytes().filter(u8::is_ascii_digit).count();
+    let letters = len - digits;
+    let hex = word.bytes().all(|b| b.is_ascii_hexdigit());
+    len >= 24
+        || (len >= 16 && digits >= 2 && letters >= 2)
+        || (len >= 8 && hex && digits >= 2 && letters >= 2)
+}
+
+/// Path components under these hold generated code named by hashes; everything below
+/// them is dropped from a location.
+const CACHE_DIR_PREFIXES: &[&str] = &["torchinductor", ".triton", "triton_cache", "inductor_cache"];
+
+/// `text` without its hash-like words.
+pub fn without_hashes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if !is_hash_like(word) {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// A `path:line function` location without hash-like path components (a component
+/// holding any hash-like word goes whole) and without anything below a compile-cache
+/// directory; the function name keeps its non-hash words.
+pub fn location_without_hashes(location: &str) -> String {
+    let (path, rest) = match location.find(char::is_whitespace) {
+        Some(at) => location.split_at(at),
+        None => (location, ""),
+    };
+    let mut kept: Vec<&str> = Vec::new();
+    let mut in_cache = false;
+    for component in path.split(['/', '\\']) {
+        if in_cache {
+            continue;
+        }
+        let lower = component.to_ascii_lowercase();
+        if CACHE_DIR_PREFIXES.iter().any(|p| lower.starts_with(p)) {
+            in_cache = true;
+            continue;
+        }
+        let hashed = component
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(is_hash_like);
+        if !hashed {
+            kept.push(component);
+        }
+    }
+    format!("{}{}", kept.join("/"), without_hashes(rest))
+}
+
+/// Which field of a kernel row a pattern matched.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    Kernel,
+    CpuOp,
+    Location,
+}
+
+impl Field {
+    pub fn label(self) -> &'static str {
+        match self {
+            Field::Kernel => "kernel",
+            Field::CpuOp => "cpu_op",
+            Field::Location => "location",
+        }
+    }
+}
+
+/// A kernel row that a pattern matched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// Index into the stage's kernel rows.
+    pub row: usize,
+    pub field: Field,
+    pub pattern: String,
+}
+
+/// Every kernel row a rule's evidence matched, before any threshold.
+#[derive(Clone, Debug)]
+pub struct RuleHits<'r> {
+    pub rule: &'r FusionRule,
+    pub gate: GateState,
+    pub active: Vec<Hit>,
+    /// One list per split group, in catalog order.
+    pub groups: Vec<Vec<Hit>>,
+}
+
+impl RuleHits<'_> {
+    /// Active hits, then each group's, each kernel row once (its first hit).
+    pub fn related(&self) -> Vec<(&Hit, Part<'_>)> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for hit in &self.active {
+            if seen.insert(hit.row) {
+                out.push((hit, Part::Fused));
+            }
+        }
+        for (group, hits) in self.rule.split.iter().zip(&self.groups) {
+            for hit in hits {
+                if seen.insert(hit.row) {
+                    out.push((hit, Part::Split(&group.name)));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn groups_seen(&self) -> usize {
+        self.groups.iter().filter(|g| !g.is_empty()).count()
+    }
+
+    fn all_groups_seen(&self) -> bool {
+        !self.groups.is_empty() && self.groups.iter().all(|g| !g.is_empty())
+    }
+}
+
+/// Which part of a fusion a kernel row stands for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Part<'a> {
+    /// The fused path itself.
+    Fused,
+    /// A split group, by name.
+    Split(&'a str),
+}
+
+/// The hits of one rule over a stage's kernel rows (the gate is only recorded).
+pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) -> RuleHits<'r> {
+    let hits_of = |evidence: &Evidence| -> Vec<Hit> {
+        rows.iter()
+            .enumerate()
+            .filter_map(|(i, row)| {
+                evidence.first_hit(row).map(|(field, p)| Hit {
+                    row: i,
+                    field,
+                    pattern: p.text.clone(),
+                })
+            })
+            .collect()
+    };
+    RuleHits {
+        rule,
+        gate: gate_state(rule, facts),
+        active: hits_of(&rule.active),
+        groups: rule.split.iter().map(|g| hits_of(&g.evidence)).collect(),
+    }
+}
+
+/// A rule that matched a stage (spec §9.2), before selection.
+#[derive(Clone, Debug)]
+pub struct Candidate<'r> {
+    pub hits: RuleHits<'r>,
+    pub related_rows: Vec<usize>,
+    pub related_us: f64,
+    pub share_pct: f64,
+}
+
+/// What the fuse analysis of one stage needs besides its kernel rows.
+#[derive(Clone, Debug)]
+pub struct FuseInput<'a> {
+    /// The selected engine's name (`sglang`, `vllm`, ...): rows of this origin apply.
+    pub engine: &'a str,
+    pub facts: &'a RunFacts,
+    /// Accepted rows below this share of the stage are dropped (the report's bar).
+    pub min_share_pct: f64,
+}
+
+/// The rows of `rules` that match the stage, gates applied, thresholds applied.
+pub fn candidates<'r>(
+    rules: &'r [FusionRule],
+    kernels: &[KernelRow],
+    haystacks: &[Haystack],
+    stage_total_us: f64,
+    input: &FuseInput<'_>,
+) -> Vec<Candidate<'r>> {
+    if stage_total_us <= 0.0 {
+        return Vec::new();
+    }
+    rules
+        .iter()
+        .filter(|rule| rule.applies_to(input.engine))
+        .map(|rule| rule_hits(rule, haystacks, input.facts))
+        .filter(|hits| hits.gate != GateState::Failed)
+        .filter_map(|hits| candidate(hits, kernels, stage_total_us))
+        .collect()
+}
+
+/// `hits` as a match of the stage (spec §9.2 steps 5-7), or `None`: no active hit and a
+/// split group unseen, no GPU time, or a split-only match below the row's `min_share`.
+fn candidate<'r>(
+    hits: RuleHits<'r>,
+    kernels: &[KernelRow],
+    stage_total_us: f64,
+) -> Option<Candidate<'r>> {
+    if hits.active.is_empty() && !hits.all_groups_seen() {
+        return None;
+    }
+    let related_rows: Vec<usize> = hits.related().iter().map(|(h, _)| h.row).collect();
+    let related_us: f64 = related_rows.iter().map(|&i| kernels[i].gpu_time_us).sum();
+    let share_pct = 100.0 * related_us / stage_total_us;
+    if related_us <= 0.0 || (hits.active.is_empty() && share_pct < hits.rule.min_share) {
+        return None;
+    }
+    Some(Candidate {
+        hits,
+        related_rows,
+        related_us,
+        share_pct,
+    })
+}
+
+/// Spec §9.3: greedy, row-consuming selection with `subsumes` (ordering in the module
+/// docs). Unlike the predecessor, a match that shares kernel rows with an accepted one is
+/// not dropped outright: it is re-evaluated on its unclaimed rows and kept when it still
+/// matches, so one broad match cannot hide another (spec §14 item 11).
+pub fn select<'r>(
+    mut found: Vec<Candidate<'r>>,
+    kernels: &[KernelRow],
+    stage_total_us: f64,
+) -> Vec<Candidate<'r>> {
+    // A stable sort keeps catalog order among equal keys.
+    found.sort_by(|a, b| {
+        let key = |c: &Candidate| (c.hits.rule.priority, c.hits.rule.span(), c.related_rows.len());
+        key(b)
+            .cmp(&key(a))
+            .then(b.related_us.total_cmp(&a.related_us))
+    });
+    let mut blocked: HashSet<&str> = HashSet::new();
+    let mut consumed: HashSet<usize> = HashSet::new();
+    let mut accepted = Vec::new();
+    for found in found {
+        let rule = found.hits.rule;
+        if blocked.contains(rule.id.as_str()) {
+            continue;
+        }
+        let candidate = if found.related_rows.iter().any(|r| consumed.contains(r)) {
+            let mut hits = found.hits;
+            let unclaimed = |h: &Hit| !consumed.contains(&h.row);
+            hits.active.retain(unclaimed);
+            for group in &mut hits.groups {
+                group.retain(unclaimed);
+            }
+            match candidate(hits, kernels, stage_total_us) {
+                Some(c) => c,
+                None => continue,
+            }
+        } else {
+            found
+        };
+        consumed.extend(candidate.related_rows.iter().copied());
+        blocked.extend(rule.subsumes.iter().map(String::as_str));
+        accepted.push(candidate);
+    }
+    accepted
+}
+
+/// What a user can do with a fuse row.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Conclusion {
+    /// The fused kernel (or its op/location) ran in this trace.
+    Present,
+    /// The engine has the fused path, but the split kernels ran instead.
+    NotFired,
+    /// The fused path exists only upstream or in another engine.
+    UpstreamOnly,
+    /// An open upstream pull request adds the fused path.
+    OpenPr,
+}
+
+impl Conclusion {
+    pub fn of(hits: &RuleHits<'_>) -> Conclusion {
+        if !hits.active.is_empty() {
+            return Conclusion::Present;
+        }
+        match hits.rule.status {
+            Status::Mainline => Conclusion::NotFired,
+            Status::Upstream => Conclusion::UpstreamOnly,
+            Status::Inflight => Conclusion::OpenPr,
+        }
+    }
+}
+
+/// `Confirmed` or `Candidate` (module docs, step 5).
+pub fn confidence(candidate: &Candidate<'_>) -> &'static str {
+    let hits = &candidate.hits;
+    let specific = !hits.active.is_empty() || candidate.share_pct >= hits.rule.likely_share;
+    if specific && hits.gate == GateState::Passed {
+        "Confirmed"
+    } else {
+        "Candidate"
+    }
+}
+
+/// The sentence that says what the row means for this trace.
+fn conclusion_sentence(candidate: &Candidate<'_>, conclusion: Conclusion) -> String {
+    let rule = candidate.hits.rule;
+    let share = format!("{:.1}%", candidate.share_pct);
+    match conclusion {
+        Conclusion::Present => format!(
+            "The fused path is present in this trace ({share} related GPU time)."
+        ),
+        Conclusion::NotFired => format!(
+            "The engine has this fused path but it did not fire: split kernels take {share} of GPU time."
+        ),
+        Conclusion::UpstreamOnly => format!(
+            "The fused path exists only upstream or in another engine; split kernels take {share} of GPU time here."
+        ),
+        Conclusion::OpenPr => format!(
+            "An open upstream PR{} adds this fusion; split kernels take {share} of GPU time here.",
+            rule.pr.map(|n| format!(" (#{n})")).unwrap_or_default()
+        ),
+    }
+}
+
+/// Locations shown per fuse row in the tables (all of them are in the JSON row).
+pub const LOCATIONS_SHOWN: usize = 4;
+
+/// `func @ path:line` from `path:line func`; other shapes unchanged.
+pub fn location_cell(location: &str) -> String {
+    match location.split_once(' ') {
+        Some((path, func)) if path.contains(':') && !func.trim().is_empty() => {
+            format!("{} @ {path}", func.trim())
+        }
+        _ => location.to_string(),
+    }
+}
+
+/// The report row of an accepted candidate.
+pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow {
+    let hits = &candidate.hits;
+    let rule = hits.rule;
+    let conclusion = Conclusion::of(hits);
+    let evidence: Vec<FusionEvidence> = hits
+        .related()
+        .into_iter()
+        .map(|(hit, part)| {
+            let k = &kernels[hit.row];
+            FusionEvidence {
+                kernel: k.name.clone(),
+                gpu_time_us: k.gpu_time_us,
+                share_pct: k.share_pct,
+                part: match part {
+                    Part::Fused => "fused".to_string(),
+                    Part::Split(name) => format!("split:{name}"),
+                },
+                field: hit.field.label().to_string(),
+                pattern: hit.pattern.clone(),
+            }
+        })
+        .collect();
+    let mut python_locations: Vec<String> = Vec::new();
+    for &row in &candidate.related_rows {
+        for site in &kernels[row].python_locations {
+            if !python_locations.contains(&site.location) {
+                python_locations.push(site.location.clone());
+            }
+        }
+    }
+    let mut gate_notes = Vec::new();
+    if let GateState::Unknown(why) = &hits.gate {
+        gate_notes.push(format!("Gate not evaluated: {why}."));
+    }
+    let rationale = std::iter::once(conclusion_sentence(candidate, conclusion))
+        .chain(gate_notes.iter().cloned())
+        .chain(std::iter::once(rule.rationale.clone()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    FusionRow {
+        id: rule.id.clone(),
+        label: rule.label.clone(),
+        origin: rule.origin.clone(),
+        status: rule.status.label().to_string(),
+        pr: rule.pr,
+        conclusion: serde_json::to_value(conclusion)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        confidence: confidence(candidate).to_string(),
+        related_gpu_time_us: candidate.related_us,
+        share_pct: candidate.share_pct,
+        evidence,
+        python_locations,
+        candidate_paths: rule.candidate_paths.clone(),
+        checked_against: rule.checked_against.clone(),
+        rationale,
+    }
+}
+
+/// The fuse table of one stage: matched, selected, cut at the share bar.
+pub fn fuse_table(
+    rules: &[FusionRule],
+    kernels: &[KernelRow],
+    stage_total_us: f64,
+    input: &FuseInput<'_>,
+) -> Vec<FusionRow> {
+    let haystacks: Vec<Haystack> = kernels.iter().map(Haystack::of).collect();
+    let found = candidates(rules, kernels, &haystacks, stage_total_us, input);
+    select(found, kernels, stage_total_us)
+        .iter()
+        .filter(|c| c.share_pct >= input.min_share_pct)
+        .map(|c| fusion_row(c, kernels))
+        .collect()
+}
+
+/// Fills `fusions` and `similarity` of every stage. `every_row` holds each stage's
+/// kernel rows before any share cut or limit (the matcher sees small kernels too);
+/// stages pair up by label.
+pub fn attach_fusions(
+    mut stages: Vec<crate::report::model::StageReport>,
+    every_row: &[crate::report::model::StageReport],
+    rules: &[FusionRule],
+    input: &FuseInput<'_>,
+) -> Vec<crate::report::model::StageReport> {
+    for stage in &mut stages {
+        let Some(all) = every_row.iter().find(|s| s.stage == stage.stage) else {
+            continue;
+        };
+        stage.fusions = fuse_table(rules, &all.kernels, all.total_gpu_time_us, input);
+        stage.similarity = crate::analyze::similarity::similarity_note(
+            rules,
+            &all.kernels,
+            all.total_gpu_time_us,
+            input,
+            &stage.fusions,
+        )
+        .into_iter()
+        .collect();
+    }
+    stages
+}

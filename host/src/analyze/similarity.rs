@@ -1,0 +1,245 @@
+//! Similarity notes: at most one per stage, when a kernel cluster resembles a known
+//! fusion without matching it. Heuristic by design and kept out of the fuse table (spec
+//! §9.5), but deterministic: the same trace and catalog give the same note.
+//!
+//! A catalog row that applies to the engine, whose gates did not fail, that is not in
+//! the table and had no active hit, is *close* in one of two shapes:
+//!
+//! * **partial split**: at least 2 of its (3 or more) split groups are seen on kernel
+//!   rows no table row claimed. Base level `medium` when at least two thirds of the
+//!   groups are seen, else `low`.
+//! * **reordered fused name**: a kernel name holds every token of an active kernel
+//!   pattern of 3 or more tokens, but not in order (`fused_rms_norm_add_kernel` against
+//!   `fused add rms norm kernel`). Base level `low`.
+//!
+//! Then one level up when the seen kernels share a launch context (a Python source file,
+//! or a CPU op other than a graph launch: the producer feeds the consumer in one place),
+//! and one level down when a gate could not be evaluated (TP size or model unknown).
+//! Levels: 3 high, 2 medium, 1 low, below 1 no note. The seen kernels must reach the
+//! row's `min_share`. The note kept is the highest level, then the largest share of
+//! groups seen, then the largest GPU share; ties keep catalog order.
+
+use std::collections::HashSet;
+
+use crate::analyze::fuse::{rule_hits, FuseInput, FusionRule, GateState, Haystack};
+use crate::analyze::names::{short_name, SHORT_ARGS_MAX};
+use crate::report::model::{FusionRow, KernelRow, SimilarityNote};
+
+/// CPU ops that say nothing about the launch context (every replayed kernel has them).
+const CONTEXT_FREE_OPS: &[&str] = &["cudaGraphLaunch", "hipGraphLaunch"];
+
+#[derive(Clone, Debug)]
+struct Scored {
+    level: i32,
+    seen_ratio: f64,
+    share_pct: f64,
+    note: SimilarityNote,
+}
+
+/// The stage's similarity note, if any kernel cluster is close to a catalog row.
+pub fn similarity_note(
+    rules: &[FusionRule],
+    kernels: &[KernelRow],
+    stage_total_us: f64,
+    input: &FuseInput<'_>,
+    table: &[FusionRow],
+) -> Option<SimilarityNote> {
+    if stage_total_us <= 0.0 {
+        return None;
+    }
+    let haystacks: Vec<Haystack> = kernels.iter().map(Haystack::of).collect();
+    let in_table: HashSet<&str> = table.iter().map(|r| r.id.as_str()).collect();
+    let claimed: HashSet<&str> = table
+        .iter()
+        .flat_map(|r| r.evidence.iter().map(|e| e.kernel.as_str()))
+        .collect();
+    let free = |row: usize| !claimed.contains(kernels[row].name.as_str());
+
+    let mut best: Option<Scored> = None;
+    for rule in rules.iter().filter(|r| r.applies_to(input.engine)) {
+        if in_table.contains(rule.id.as_str()) {
+            continue;
+        }
+        let hits = rule_hits(rule, &haystacks, input.facts);
+        if hits.gate == GateState::Failed || !hits.active.is_empty() {
+            continue;
+        }
+        let gate_penalty = i32::from(matches!(hits.gate, GateState::Unknown(_)));
+        let scored = partial_split(&hits, kernels, &free, stage_total_us)
+            .or_else(|| reordered_name(rule, kernels, &free, stage_total_us));
+        let Some(mut scored) = scored else {
+            continue;
+        };
+        scored.level -= gate_penalty;
+        if let GateState::Unknown(why) = &hits.gate {
+            scored.note.reason.push_str(&format!("; {why}"));
+        }
+        if scored.level < 1 || scored.share_pct < rule.min_share {
+            continue;
+        }
+        scored.note.level = level_name(scored.level).to_string();
+        let better = match &best {
+            None => true,
+            Some(b) => {
+                (scored.level, scored.seen_ratio, scored.share_pct)
+                    > (b.level, b.seen_ratio, b.share_pct)
+            }
+        };
+        if better {
+            best = Some(scored);
+        }
+    }
+    best.map(|b| b.note)
+}
+
+fn level_name(level: i32) -> &'static str {
+    match level {
+        l if l >= 3 => "high",
+        2 => "medium",
+        _ => "low",
+    }
+}
+
+fn share_of(rows: &[usize], kernels: &[KernelRow], total_us: f64) -> f64 {
+    100.0 * rows.iter().map(|&r| kernels[r].gpu_time_us).sum::<f64>() / total_us
+}
+
+/// Rows of different groups launched from one Python file or under one CPU op.
+fn shared_context(groups: &[Vec<usize>], kernels: &[KernelRow]) -> Option<String> {
+    let contexts = |rows: &[usize]| -> HashSet<String> {
+        let mut out = HashSet::new();
+        for &r in rows {
+            for site in &kernels[r].python_locations {
+                if let Some((path, _)) = site.location.split_once(':') {
+                    out.insert(format!("Python file {path}"));
+                }
+            }
+            for op in &kernels[r].cpu_ops {
+                if !CONTEXT_FREE_OPS.contains(&op.as_str()) {
+                    out.insert(format!("CPU op {op}"));
+                }
+            }
+        }
+        out
+    };
+    let sets: Vec<HashSet<String>> = groups.iter().map(|g| contexts(g)).collect();
+    for (i, a) in sets.iter().enumerate() {
+        for b in &sets[i + 1..] {
+            let mut common: Vec<&String> = a.intersection(b).collect();
+            common.sort();
+            if let Some(first) = common.first() {
+                return Some((*first).clone());
+            }
+        }
+    }
+    None
+}
+
+fn partial_split(
+    hits: &crate::analyze::fuse::RuleHits<'_>,
+    kernels: &[KernelRow],
+    free: &impl Fn(usize) -> bool,
+    total_us: f64,
+) -> Option<Scored> {
+    let rule = hits.rule;
+    let n = rule.split.len();
+    if n < 3 {
+        return None;
+    }
+    let seen: Vec<(usize, Vec<usize>)> = hits
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (i, g.iter().map(|h| h.row).filter(|&r| free(r)).collect()))
+        .filter(|(_, rows): &(usize, Vec<usize>)| !rows.is_empty())
+        .collect();
+    let k = seen.len();
+    if k < 2 || k == n {
+        return None;
+    }
+    let mut level = if 3 * k >= 2 * n { 2 } else { 1 };
+    let groups: Vec<Vec<usize>> = seen.iter().map(|(_, rows)| rows.clone()).collect();
+    let context = shared_context(&groups, kernels);
+    level += i32::from(context.is_some());
+    let mut rows: Vec<usize> = groups.iter().flatten().copied().collect();
+    rows.sort_unstable();
+    rows.dedup();
+    let share_pct = share_of(&rows, kernels, total_us);
+    let parts: Vec<String> = seen
+        .iter()
+        .map(|(i, rows)| {
+            format!(
+                "{} {}",
+                rule.split[*i].name,
+                short_name(&kernels[rows[0]].name, SHORT_ARGS_MAX)
+            )
+        })
+        .collect();
+    let missing: Vec<&str> = (0..n)
+        .filter(|i| !seen.iter().any(|(j, _)| j == i))
+        .map(|i| rule.split[i].name.as_str())
+        .collect();
+    let mut reason = format!(
+        "{k} of {n} parts of the unfused path seen ({}), no {}; {share_pct:.1}% of stage GPU time",
+        parts.join(", "),
+        missing.join(", ")
+    );
+    if let Some(context) = context {
+        reason.push_str(&format!("; launched together from {context}"));
+    }
+    Some(Scored {
+        level,
+        seen_ratio: k as f64 / n as f64,
+        share_pct,
+        note: note(rule, reason),
+    })
+}
+
+fn reordered_name(
+    rule: &FusionRule,
+    kernels: &[KernelRow],
+    free: &impl Fn(usize) -> bool,
+    total_us: f64,
+) -> Option<Scored> {
+    for pattern in &rule.active.kernel {
+        let Some(matchers) = pattern.token_matchers().filter(|m| m.len() >= 3) else {
+            continue;
+        };
+        let rows: Vec<usize> = (0..kernels.len())
+            .filter(|&r| free(r))
+            .filter(|&r| {
+                let tokens = crate::analyze::families::tokens(&kernels[r].name);
+                matchers.iter().all(|m| tokens.iter().any(|t| m.matches(t)))
+                    && !crate::analyze::families::appears_consecutively(matchers, &tokens)
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let share_pct = share_of(&rows, kernels, total_us);
+        let groups: Vec<Vec<usize>> = rows.iter().map(|&r| vec![r]).collect();
+        let context = shared_context(&groups, kernels);
+        let level = 1 + i32::from(context.is_some() && rows.len() > 1);
+        let reason = format!(
+            "{} has every token of the fused kernel pattern `{}` but not in that order; {share_pct:.1}% of stage GPU time",
+            short_name(&kernels[rows[0]].name, SHORT_ARGS_MAX),
+            pattern.text
+        );
+        return Some(Scored {
+            level,
+            seen_ratio: 0.0,
+            share_pct,
+            note: note(rule, reason),
+        });
+    }
+    None
+}
+
+fn note(rule: &FusionRule, reason: String) -> SimilarityNote {
+    SimilarityNote {
+        level: String::new(),
+        family_id: rule.id.clone(),
+        family: rule.label.clone(),
+        reason,
+    }
+}
