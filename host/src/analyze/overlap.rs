@@ -1,0 +1,1021 @@
+//! The overlap-opportunity table (spec §8): which kernels run exposed (no other stream
+//! busy) and could be overlapped or fused, and which are already hidden.
+//!
+//! ```text
+//! formal trace --stage ops--> exposure sweep (sweep.rs) --per kernel row--> candidates
+//! mapping trace --link + Locator--> kernel -> Python scope --join--> rows + dep risk
+//! ```
+//!
+//! **Single-trace mode** sweeps the trace itself and takes scopes from it; kernels
+//! replayed from a CUDA graph have no per-kernel scope there (their launch is the graph
+//! launch), so they stay `unmapped`. **Mapping+formal mode** sweeps the formal trace
+//! (production config, graphs on) and takes each kernel's Python scope from the mapping
+//! trace (graphs off) only: formal launch sites never outvote it (spec §14.4).
+//!
+//! Scope join, first hit wins:
+//! 1. the canonical kernel name;
+//! 2. the *base name*: the canonical name without template arguments and a leading
+//!    `void ` (graph capture and eager runs may pick other template instances), when
+//!    all mapping kernels of that base name have one location;
+//! 3. the family and the formal kernel's own Python location, when the formal kernel
+//!    was launched eagerly and the mapping trace has a kernel of that family there;
+//! 4. the family alone, when every mapping kernel of that family has one location.
+//!
+//! Otherwise the scope is unmapped. The notes count rows per join step.
+
+pub mod known;
+pub mod sweep;
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::analyze::families::FamilyRules;
+use crate::analyze::kernels::StagedTrace;
+use crate::analyze::location::Locator;
+use crate::analyze::names::canonical_name;
+use crate::report::model::{OverlapPartner, OverlapRow, OverlapStage};
+use crate::trace::event::{ns_to_us, Ns, Sym, Trace};
+use crate::trace::stage::Stage;
+use known::KnownPaths;
+use sweep::{sweep, Category, Sweep, SweepOp};
+
+/// How many rows a stage shows.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct OverlapOptions {
+    /// Drop rows below this share of the stage's busy time (the predecessor's 1.0 %).
+    pub min_share_pct: f64,
+    /// Keep only the first N rows (0 = all), before the share cut.
+    pub limit: usize,
+}
+
+impl Default for OverlapOptions {
+    fn default() -> Self {
+        OverlapOptions {
+            min_share_pct: 1.0,
+            limit: 0,
+        }
+    }
+}
+
+/// The traces and rules one overlap analysis reads.
+pub struct OverlapInputs<'a> {
+    /// Traces whose times are swept (single-trace mode: the input; else the formal set).
+    pub formal: &'a [StagedTrace<'a>],
+    pub formal_locator: &'a Locator,
+    /// Mapping+formal mode: the traces scopes come from, and their engine's locator.
+    pub mapping: Option<(&'a [StagedTrace<'a>], &'a Locator)>,
+    pub families: &'a FamilyRules,
+    pub known: &'a KnownPaths,
+    /// Plugin name of the (formal) engine, for known-path rows.
+    pub engine: &'a str,
+}
+
+/// One stage's overlap rows and what the sweep measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageOverlap {
+    pub stage: Stage,
+    pub rows: Vec<OverlapRow>,
+    pub measured: OverlapStage,
+}
+
+/// Row candidates need at least this much GPU time (µs), as in the predecessor.
+const MIN_CANDIDATE_US: f64 = 5.0;
+/// A headroom candidate runs exposed at least this share of its time.
+const HEADROOM_EXCLUSIVE_RATIO: f64 = 0.45;
+/// A low-roi-hidden candidate is hidden at least this share of its time.
+const LOW_ROI_HIDDEN_RATIO: f64 = 0.65;
+/// Candidates of each verdict per stage.
+const CANDIDATES_PER_VERDICT: usize = 5;
+/// Partners listed per row.
+const PARTNERS_SHOWN: usize = 3;
+
+/// The overlap table of every stage the formal traces cover, in stage order. Stage `all`
+/// is left out when another stage is present (it holds ops outside every stage window).
+pub fn overlap_tables(inputs: &OverlapInputs<'_>, opts: &OverlapOptions) -> Vec<StageOverlap> {
+    let formal_stages = stage_ops(inputs.formal);
+    let mapping_stages = inputs.mapping.map(|(traces, _)| stage_ops(traces));
+    let present: Vec<Stage> = formal_stages.keys().copied().collect();
+    present
+        .iter()
+        .filter(|&&stage| stage != Stage::All || present.len() == 1)
+        .map(|&stage| {
+            let formal = &formal_stages[&stage];
+            let scopes = match (&mapping_stages, inputs.mapping) {
+                (Some(stages), Some((traces, locator))) => pick_stage(stages, stage)
+                    .map(|ops| ScopeMap::build(traces, ops, locator, inputs.families)),
+                _ => Some(ScopeMap::build(
+                    inputs.formal,
+                    formal,
+                    inputs.formal_locator,
+                    inputs.families,
+                )),
+            };
+            stage_overlap(inputs, stage, formal, scopes.as_ref(), opts)
+        })
+        .collect()
+}
+
+/// The GPU ops of one stage: one trace (the first with ops in the stage) and the
+/// indices of its ops there, on the trace's busiest GPU pid.
+#[derive(Clone, Debug)]
+struct StageOps {
+    trace: usize,
+    ops: Vec<u32>,
+    notes: Vec<String>,
+}
+
+/// Stage -> its ops, for a set of traces. Several traces in one stage (ranks, repeated
+/// captures) are not mixed: their clocks differ. The others are named in a note.
+fn stage_ops(traces: &[StagedTrace<'_>]) -> BTreeMap<Stage, StageOps> {
+    let mut stages: BTreeMap<Stage, StageOps> = BTreeMap::new();
+    for (t, input) in traces.iter().enumerate() {
+        let Some(pid) = busiest_gpu_pid(input.trace) else {
+            continue;
+        };
+        let mut mine: BTreeMap<Stage, Vec<u32>> = BTreeMap::new();
+        let mut other_pids: BTreeMap<Sym, u64> = BTreeMap::new();
+        for (i, op) in input.trace.gpu_ops.iter().enumerate() {
+            if op.pid != pid {
+                *other_pids.entry(op.pid).or_default() += 1;
+                continue;
+            }
+            let stage = input.split.stages.get(i).copied().unwrap_or(Stage::All);
+            mine.entry(stage).or_default().push(i as u32);
+        }
+        for (stage, ops) in mine {
+            match stages.get_mut(&stage) {
+                Some(existing) => existing.notes.push(format!(
+                    "{}: {} GPU ops of this stage not swept (the overlap table covers one trace per stage: {})",
+                    file_name(input.trace),
+                    ops.len(),
+                    file_name(traces[existing.trace].trace)
+                )),
+                None => {
+                    let notes = other_pids
+                        .iter()
+                        .map(|(&other, &count)| {
+                            format!(
+                                "{}: GPU pid {} left out of the sweep ({count} GPU ops); it covers GPU pid {}",
+                                file_name(input.trace),
+                                input.trace.name(other),
+                                input.trace.name(pid)
+                            )
+                        })
+                        .collect();
+                    stages.insert(stage, StageOps { trace: t, ops, notes });
+                }
+            }
+        }
+    }
+    stages
+}
+
+/// The GPU pid with the most GPU time (first seen on a tie), as the kernel table picks.
+fn busiest_gpu_pid(trace: &Trace) -> Option<Sym> {
+    let mut per_pid: Vec<(Sym, Ns)> = Vec::new();
+    for op in &trace.gpu_ops {
+        match per_pid.iter_mut().find(|(pid, _)| *pid == op.pid) {
+            Some(entry) => entry.1 += op.dur,
+            None => per_pid.push((op.pid, op.dur)),
+        }
+    }
+    per_pid
+        .into_iter()
+        .reduce(|best, x| if x.1 > best.1 { x } else { best })
+        .map(|(pid, _)| pid)
+}
+
+/// The mapping stage for a formal stage (spec §5.4): the same stage, else `all`, else
+/// the only one.
+fn pick_stage(stages: &BTreeMap<Stage, StageOps>, stage: Stage) -> Option<&StageOps> {
+    stages
+        .get(&stage)
+        .or_else(|| stages.get(&Stage::All))
+        .or_else(|| {
+            (stages.len() == 1)
+                .then(|| stages.values().next())
+                .flatten()
+        })
+}
+
+fn file_name(trace: &Trace) -> String {
+    trace
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| trace.path.display().to_string())
+}
+
+/// One kernel row while the stage is being summed.
+#[derive(Clone, Debug, Default)]
+struct RowTotals {
+    name: String,
+    family: String,
+    category: Option<Category>,
+    raw_names: Vec<String>,
+    total: Ns,
+    hidden: Ns,
+    hidden_by_compute: Ns,
+    same_stream: Ns,
+    same_stream_ops: u64,
+    /// Position (in the stage's op list) of the first longest op.
+    representative: usize,
+    graph_replays: u64,
+    count: u64,
+    /// Eager launch locations of this row in the swept trace -> time.
+    formal_sites: HashMap<String, Ns>,
+}
+
+impl RowTotals {
+    fn category(&self) -> Category {
+        self.category.unwrap_or(Category::Other)
+    }
+}
+
+/// Where a row's Python scope came from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Join {
+    Name,
+    BaseName,
+    FamilyLocation,
+    Family,
+    Unmapped,
+}
+
+fn stage_overlap(
+    inputs: &OverlapInputs<'_>,
+    stage: Stage,
+    formal: &StageOps,
+    scopes: Option<&ScopeMap>,
+    opts: &OverlapOptions,
+) -> StageOverlap {
+    let staged = &inputs.formal[formal.trace];
+    let trace = staged.trace;
+
+    // Dense row and stream indices, then the sweep.
+    let mut row_of_name: HashMap<Sym, u32> = HashMap::new();
+    let mut row_of_canonical: HashMap<String, u32> = HashMap::new();
+    let mut rows: Vec<RowTotals> = Vec::new();
+    let mut stream_of: HashMap<(Sym, StreamKey), u32> = HashMap::new();
+    let mut stream_labels: Vec<String> = Vec::new();
+    let mut sweep_ops: Vec<SweepOp> = Vec::with_capacity(formal.ops.len());
+    let mut location_cache: HashMap<u32, Option<String>> = HashMap::new();
+    for &i in &formal.ops {
+        let op = &trace.gpu_ops[i as usize];
+        let row = *row_of_name.entry(op.name).or_insert_with(|| {
+            let canonical = canonical_name(trace.name(op.name));
+            *row_of_canonical
+                .entry(canonical.clone())
+                .or_insert_with(|| {
+                    let family = inputs.families.family_of(&canonical).to_string();
+                    rows.push(RowTotals {
+                        category: Some(Category::of_family(&family)),
+                        family,
+                        name: canonical,
+                        ..RowTotals::default()
+                    });
+                    rows.len() as u32 - 1
+                })
+        });
+        let key = (op.pid, stream_key(op));
+        let stream = *stream_of.entry(key).or_insert_with(|| {
+            stream_labels.push(stream_label(trace, op));
+            stream_labels.len() as u32 - 1
+        });
+        let totals = &mut rows[row as usize];
+        let raw = trace.name(op.name);
+        if !totals.raw_names.iter().any(|r| r == raw) {
+            totals.raw_names.push(raw.to_string());
+        }
+        let site = staged.linked.sites.get(i as usize);
+        if site.is_some_and(|s| s.graph_replay) {
+            totals.graph_replays += 1;
+        } else if let Some(id) = site.and_then(|s| s.stack) {
+            let location = location_cache.entry(id).or_insert_with(|| {
+                let frames: Vec<&str> = staged
+                    .linked
+                    .stack(id)
+                    .iter()
+                    .map(|&s| trace.name(s))
+                    .collect();
+                inputs.formal_locator.location(&frames)
+            });
+            if let Some(location) = location {
+                *totals.formal_sites.entry(location.clone()).or_default() += op.dur;
+            }
+        }
+        sweep_ops.push(SweepOp {
+            start: op.ts,
+            end: op.end(),
+            stream,
+            row,
+            category: totals.category(),
+        });
+    }
+    let measured = sweep(&sweep_ops);
+    for (position, (op, exposure)) in sweep_ops.iter().zip(&measured.ops).enumerate() {
+        let totals = &mut rows[op.row as usize];
+        let dur = op.dur();
+        if totals.count == 0 || dur > sweep_ops[totals.representative].dur() {
+            totals.representative = position;
+        }
+        totals.count += 1;
+        totals.total += dur;
+        totals.hidden += exposure.hidden;
+        totals.hidden_by_compute += exposure.hidden_by_compute;
+        totals.same_stream += exposure.same_stream;
+        totals.same_stream_ops += u64::from(exposure.same_stream > 0);
+    }
+
+    // Scopes for every row (neighbours need theirs too).
+    let joined: Vec<(Option<&Scope>, Join)> = rows
+        .iter()
+        .map(|row| match scopes {
+            Some(map) => map.lookup(row),
+            None => (None, Join::Unmapped),
+        })
+        .collect();
+
+    let neighbours = Neighbours::new(&sweep_ops);
+    let busy_us = ns_to_us(measured.busy);
+    let candidates = candidates(&rows);
+    let mut used: Vec<u32> = Vec::new();
+    let mut assembled: Vec<OverlapRow> = Vec::new();
+    for (row, verdict) in candidates {
+        if used.contains(&row) {
+            continue;
+        }
+        let totals = &rows[row as usize];
+        let share = percent(totals.total, measured.busy);
+        let dep = dep_risk(row, totals, &rows, &sweep_ops, &neighbours, &joined);
+        let (priority, recommendation) = priority(share, verdict, dep, totals.category(), opts);
+        if verdict == Verdict::Headroom && priority == "P5" {
+            continue;
+        }
+        used.push(row);
+        let scope = joined[row as usize].0;
+        let python_scope = scope.map(|s| s.location.clone());
+        let known_path = inputs
+            .known
+            .find(
+                inputs.engine,
+                totals.category(),
+                &totals.name,
+                python_scope.as_deref(),
+            )
+            .map(|p| p.id.clone());
+        assembled.push(OverlapRow {
+            kernel: totals.name.clone(),
+            raw_names: totals.raw_names.clone(),
+            verdict: verdict.label().to_string(),
+            priority: priority.to_string(),
+            python_scope,
+            hidden_us: ns_to_us(totals.hidden),
+            exclusive_us: ns_to_us(totals.total - totals.hidden),
+            hidden_by_compute_us: ns_to_us(totals.hidden_by_compute),
+            total_us: ns_to_us(totals.total),
+            overlaps_with: partners(row, &measured, &rows),
+            dep_risk: dep.label().to_string(),
+            recommendation: recommendation.to_string(),
+            known_path,
+        });
+    }
+    if opts.limit > 0 {
+        assembled.truncate(opts.limit);
+    }
+    let before = assembled.len();
+    assembled.retain(|r| 100.0 * r.total_us / busy_us.max(f64::MIN_POSITIVE) >= opts.min_share_pct);
+    let below_bar = before - assembled.len();
+
+    let notes = stage_notes(StageNoteFacts {
+        trace,
+        formal,
+        rows: &rows,
+        joined: &joined,
+        measured: &measured,
+        stream_labels: &stream_labels,
+        mapping_mode: inputs.mapping.is_some(),
+        scopes,
+        below_bar,
+        opts,
+    });
+    StageOverlap {
+        stage,
+        rows: assembled,
+        measured: OverlapStage {
+            stage: stage.label().to_string(),
+            busy_us,
+            overlapped_us: ns_to_us(measured.overlapped),
+            idle_us: ns_to_us(measured.idle),
+            same_stream_overlap_us: ns_to_us(measured.same_stream),
+            streams: measured.streams,
+            notes,
+        },
+    }
+}
+
+/// A stream's identity within a pid: `args.stream` when present (stream 0 is a real
+/// stream, spec §14.16), else the thread the trace put the op on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+enum StreamKey {
+    Id(i64),
+    Thread(Sym),
+}
+
+fn stream_key(op: &crate::trace::event::GpuOp) -> StreamKey {
+    match op.stream {
+        Some(id) => StreamKey::Id(id),
+        None => StreamKey::Thread(op.tid),
+    }
+}
+
+fn stream_label(trace: &Trace, op: &crate::trace::event::GpuOp) -> String {
+    match op.stream {
+        Some(id) => format!("stream {id}"),
+        None => format!("thread {}", trace.name(op.tid)),
+    }
+}
+
+fn percent(part: Ns, whole: Ns) -> f64 {
+    if whole <= 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Verdict {
+    Headroom,
+    LowRoiHidden,
+}
+
+impl Verdict {
+    fn label(self) -> &'static str {
+        match self {
+            Verdict::Headroom => "headroom",
+            Verdict::LowRoiHidden => "low-roi-hidden",
+        }
+    }
+}
+
+/// Headroom candidates (non-compute first, then compute, each by weighted exclusive
+/// time), then low-roi-hidden ones (spec §8.4).
+fn candidates(rows: &[RowTotals]) -> Vec<(u32, Verdict)> {
+    let us = |ns: Ns| ns_to_us(ns);
+    let ratio = |part: Ns, total: Ns| {
+        if total > 0 {
+            part as f64 / total as f64
+        } else {
+            0.0
+        }
+    };
+    let weight = |c: Category| match c {
+        Category::Communication => 1.3,
+        Category::Memory => 1.15,
+        Category::Elementwise => 1.0,
+        Category::Other => 0.8,
+        Category::Compute => 0.35,
+    };
+    let by_weighted_exclusive = |list: &mut Vec<u32>| {
+        list.sort_by(|&a, &b| {
+            let key = |r: u32| {
+                let row = &rows[r as usize];
+                us(row.total - row.hidden) * weight(row.category())
+            };
+            key(b).total_cmp(&key(a)).then(a.cmp(&b))
+        })
+    };
+    let mut primary: Vec<u32> = Vec::new();
+    let mut fallback: Vec<u32> = Vec::new();
+    let mut low_roi: Vec<u32> = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        if us(row.total) < MIN_CANDIDATE_US {
+            continue;
+        }
+        if ratio(row.total - row.hidden, row.total) >= HEADROOM_EXCLUSIVE_RATIO {
+            if row.category() == Category::Compute {
+                fallback.push(i as u32);
+            } else {
+                primary.push(i as u32);
+            }
+        }
+        if matches!(row.category(), Category::Elementwise | Category::Memory)
+            && ratio(row.hidden, row.total) >= LOW_ROI_HIDDEN_RATIO
+        {
+            low_roi.push(i as u32);
+        }
+    }
+    by_weighted_exclusive(&mut primary);
+    by_weighted_exclusive(&mut fallback);
+    low_roi.sort_by(|&a, &b| {
+        let key = |r: u32| {
+            let row = &rows[r as usize];
+            let hidden = us(row.hidden);
+            (
+                hidden * (1.0 + us(row.hidden_by_compute) / hidden.max(1.0)),
+                ratio(row.hidden, row.total),
+            )
+        };
+        let (ka, kb) = (key(a), key(b));
+        kb.0.total_cmp(&ka.0)
+            .then(kb.1.total_cmp(&ka.1))
+            .then(a.cmp(&b))
+    });
+    primary
+        .into_iter()
+        .chain(fallback)
+        .take(CANDIDATES_PER_VERDICT)
+        .map(|r| (r, Verdict::Headroom))
+        .chain(
+            low_roi
+                .into_iter()
+                .take(CANDIDATES_PER_VERDICT)
+                .map(|r| (r, Verdict::LowRoiHidden)),
+        )
+        .collect()
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum DepRisk {
+    Low,
+    High,
+    Unclear,
+}
+
+impl DepRisk {
+    fn label(self) -> &'static str {
+        match self {
+            DepRisk::Low => "low",
+            DepRisk::High => "high",
+            DepRisk::Unclear => "unclear",
+        }
+    }
+}
+
+/// Priority and recommendation (spec §8.7; the predecessor's unreachable branches for
+/// other verdicts are left out).
+fn priority(
+    share_pct: f64,
+    verdict: Verdict,
+    dep: DepRisk,
+    category: Category,
+    opts: &OverlapOptions,
+) -> (&'static str, &'static str) {
+    if share_pct < opts.min_share_pct {
+        return ("P5", "skip");
+    }
+    match (verdict, dep) {
+        (Verdict::Headroom, DepRisk::Low) if category == Category::Communication => {
+            ("P1", "try overlap")
+        }
+        (Verdict::Headroom, DepRisk::Low) => ("P1", "try fusion"),
+        (Verdict::Headroom, _) => ("P2", "check deps"),
+        (Verdict::LowRoiHidden, _) => ("P4", "skip"),
+    }
+}
+
+/// The partners of a row, most time first.
+fn partners(row: u32, measured: &Sweep, rows: &[RowTotals]) -> Vec<OverlapPartner> {
+    let mut list: Vec<(u32, Ns)> = measured
+        .partners
+        .iter()
+        .filter(|((r, _), _)| *r == row)
+        .map(|(&(_, partner), &ns)| (partner, ns))
+        .collect();
+    list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    list.into_iter()
+        .take(PARTNERS_SHOWN)
+        .map(|(partner, ns)| OverlapPartner {
+            kernel: rows[partner as usize].name.clone(),
+            overlap_us: ns_to_us(ns),
+        })
+        .collect()
+}
+
+/// Same-stream order of the swept ops: each op's previous and next op on its stream,
+/// ordered by (start, end, position).
+struct Neighbours {
+    prev: Vec<Option<usize>>,
+    next: Vec<Option<usize>>,
+}
+
+impl Neighbours {
+    fn new(ops: &[SweepOp]) -> Self {
+        let mut order: Vec<usize> = (0..ops.len()).collect();
+        order.sort_by_key(|&i| (ops[i].stream, ops[i].start, ops[i].end, i));
+        let mut prev = vec![None; ops.len()];
+        let mut next = vec![None; ops.len()];
+        for pair in order.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if ops[a].stream == ops[b].stream {
+                next[a] = Some(b);
+                prev[b] = Some(a);
+            }
+        }
+        Neighbours { prev, next }
+    }
+}
+
+/// Dependency risk of a row from its representative op's same-stream neighbours
+/// (spec §8.6): a side is risky when the gap is tight and the neighbour shares the
+/// scope family, the launch op, or looks like a producer/consumer by category; it is
+/// unclear when tight and a scope is unknown.
+fn dep_risk(
+    row: u32,
+    totals: &RowTotals,
+    rows: &[RowTotals],
+    ops: &[SweepOp],
+    neighbours: &Neighbours,
+    joined: &[(Option<&Scope>, Join)],
+) -> DepRisk {
+    if totals.count == 0 {
+        return DepRisk::Unclear;
+    }
+    let cur = &ops[totals.representative];
+    let tight_us = (0.15 * ns_to_us(cur.dur())).clamp(2.0, 20.0);
+    let own_scope = joined[row as usize].0;
+    let mut risky = false;
+    let mut unclear = false;
+    let sides = [
+        neighbours.prev[totals.representative].map(|n| (n, cur.start - ops[n].end)),
+        neighbours.next[totals.representative].map(|n| (n, ops[n].start - cur.end)),
+    ];
+    for (n, gap) in sides.into_iter().flatten() {
+        if ns_to_us(gap.max(0)) > tight_us {
+            continue;
+        }
+        let other = &ops[n];
+        let other_scope = joined[other.row as usize].0;
+        let same_family = match (own_scope, other_scope) {
+            (Some(a), Some(b)) => same_scope_family(&a.location, &b.location),
+            _ => false,
+        };
+        let same_launch = match (own_scope, other_scope) {
+            (Some(a), Some(b)) => a.launch_op.is_some() && a.launch_op == b.launch_op,
+            _ => false,
+        };
+        let other_category = rows[other.row as usize].category();
+        let dependency_like = match cur.category {
+            Category::Communication => other_category != Category::Communication,
+            Category::Elementwise | Category::Memory => other_category != Category::Other,
+            _ => false,
+        };
+        if same_family || same_launch || dependency_like {
+            risky = true;
+        } else if own_scope.is_none() || other_scope.is_none() {
+            unclear = true;
+        }
+    }
+    if risky {
+        DepRisk::High
+    } else if unclear {
+        DepRisk::Unclear
+    } else {
+        DepRisk::Low
+    }
+}
+
+/// Two `path:line function` scopes are of one family when the paths or the function
+/// names are equal (spec §8.6, over the one scope format this tool writes).
+fn same_scope_family(a: &str, b: &str) -> bool {
+    let split = |s: &str| -> (String, String) {
+        let (head, function) = s.rsplit_once(' ').unwrap_or((s, ""));
+        let path = head.rsplit_once(':').map_or(head, |(p, _)| p);
+        (path.to_string(), function.to_string())
+    };
+    let (pa, fa) = split(a);
+    let (pb, fb) = split(b);
+    pa == pb || (!fa.is_empty() && fa == fb)
+}
+
+/// A kernel's Python scope from the mapping side.
+#[derive(Clone, Debug, PartialEq)]
+struct Scope {
+    location: String,
+    launch_op: Option<String>,
+}
+
+/// Kernel -> Python scope over one mapping stage (see the module docs for the join).
+#[derive(Debug, Default)]
+struct ScopeMap {
+    by_name: HashMap<String, Scope>,
+    by_base: HashMap<String, Scope>,
+    by_family_location: HashMap<(String, String), Scope>,
+    /// Family -> its one location; `None` when the family has several.
+    by_family: HashMap<String, Option<Scope>>,
+    /// Mapping ops replayed from graphs (they carry no per-kernel scope).
+    graph_replays: u64,
+    ops: u64,
+}
+
+#[derive(Default)]
+struct SiteTotals {
+    locations: HashMap<String, Ns>,
+    launch_ops: HashMap<String, u64>,
+}
+
+impl SiteTotals {
+    fn scope(&self) -> Option<Scope> {
+        let location = self
+            .locations
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?
+            .0
+            .clone();
+        let launch_op = self
+            .launch_ops
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(op, _)| op.clone());
+        Some(Scope {
+            location,
+            launch_op,
+        })
+    }
+}
+
+impl ScopeMap {
+    fn build(
+        traces: &[StagedTrace<'_>],
+        stage: &StageOps,
+        locator: &Locator,
+        families: &FamilyRules,
+    ) -> ScopeMap {
+        let staged = &traces[stage.trace];
+        let trace = staged.trace;
+        let mut by_name: HashMap<String, SiteTotals> = HashMap::new();
+        let mut canonical_of: HashMap<Sym, String> = HashMap::new();
+        let mut location_of: HashMap<u32, Option<String>> = HashMap::new();
+        let mut map = ScopeMap::default();
+        for &i in &stage.ops {
+            let op = &trace.gpu_ops[i as usize];
+            map.ops += 1;
+            let Some(site) = staged.linked.sites.get(i as usize) else {
+                continue;
+            };
+            if site.graph_replay {
+                map.graph_replays += 1;
+                continue;
+            }
+            let Some(stack) = site.stack else { continue };
+            let location = location_of.entry(stack).or_insert_with(|| {
+                let frames: Vec<&str> = staged
+                    .linked
+                    .stack(stack)
+                    .iter()
+                    .map(|&s| trace.name(s))
+                    .collect();
+                locator.location(&frames)
+            });
+            let Some(location) = location else { continue };
+            let canonical = canonical_of
+                .entry(op.name)
+                .or_insert_with(|| canonical_name(trace.name(op.name)));
+            let totals = by_name.entry(canonical.clone()).or_default();
+            *totals.locations.entry(location.clone()).or_default() += op.dur;
+            if let Some(cpu_op) = site.cpu_op {
+                *totals
+                    .launch_ops
+                    .entry(trace.name(cpu_op).to_string())
+                    .or_default() += 1;
+            }
+        }
+        let mut by_base: HashMap<String, SiteTotals> = HashMap::new();
+        let mut by_family_location: HashMap<(String, String), SiteTotals> = HashMap::new();
+        let mut family_locations: HashMap<String, SiteTotals> = HashMap::new();
+        for (name, totals) in &by_name {
+            let family = families.family_of(name).to_string();
+            let merge = |into: &mut SiteTotals| {
+                for (l, ns) in &totals.locations {
+                    *into.locations.entry(l.clone()).or_default() += ns;
+                }
+                for (o, n) in &totals.launch_ops {
+                    *into.launch_ops.entry(o.clone()).or_default() += n;
+                }
+            };
+            merge(by_base.entry(base_name(name)).or_default());
+            merge(family_locations.entry(family.clone()).or_default());
+            for (location, ns) in &totals.locations {
+                let entry = by_family_location
+                    .entry((family.clone(), location.clone()))
+                    .or_default();
+                *entry.locations.entry(location.clone()).or_default() += ns;
+                for (o, n) in &totals.launch_ops {
+                    *entry.launch_ops.entry(o.clone()).or_default() += n;
+                }
+            }
+        }
+        map.by_family = family_locations
+            .into_iter()
+            .map(|(family, totals)| {
+                let single = (totals.locations.len() == 1)
+                    .then(|| totals.scope())
+                    .flatten();
+                (family, single)
+            })
+            .collect();
+        map.by_name = scopes(by_name);
+        // A base name stands for several template instances (`at::native::*_kernel`
+        // covers every functor): only one with a single location is a safe join.
+        by_base.retain(|_, totals| totals.locations.len() == 1);
+        map.by_base = scopes(by_base);
+        map.by_family_location = scopes(by_family_location);
+        map
+    }
+
+    fn lookup(&self, row: &RowTotals) -> (Option<&Scope>, Join) {
+        if let Some(scope) = self.by_name.get(&row.name) {
+            return (Some(scope), Join::Name);
+        }
+        if let Some(scope) = self.by_base.get(&base_name(&row.name)) {
+            return (Some(scope), Join::BaseName);
+        }
+        let formal_location = row
+            .formal_sites
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(l, _)| l.clone());
+        if let Some(location) = formal_location {
+            if let Some(scope) = self.by_family_location.get(&(row.family.clone(), location)) {
+                return (Some(scope), Join::FamilyLocation);
+            }
+        }
+        if let Some(Some(scope)) = self.by_family.get(&row.family) {
+            return (Some(scope), Join::Family);
+        }
+        (None, Join::Unmapped)
+    }
+}
+
+/// Each key's dominant scope.
+fn scopes<K: std::hash::Hash + Eq>(totals: HashMap<K, SiteTotals>) -> HashMap<K, Scope> {
+    totals
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.scope()?)))
+        .collect()
+}
+
+/// The canonical name without template argument lists and without a leading `void `:
+/// `void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>` -> `flashinfer::norm::RMSNormKernel`.
+fn base_name(canonical: &str) -> String {
+    let mut out = String::with_capacity(canonical.len());
+    let mut depth = 0usize;
+    for c in canonical.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    let out = out.trim();
+    out.strip_prefix("void ").unwrap_or(out).trim().to_string()
+}
+
+struct StageNoteFacts<'a> {
+    trace: &'a Trace,
+    formal: &'a StageOps,
+    rows: &'a [RowTotals],
+    joined: &'a [(Option<&'a Scope>, Join)],
+    measured: &'a Sweep,
+    stream_labels: &'a [String],
+    mapping_mode: bool,
+    scopes: Option<&'a ScopeMap>,
+    below_bar: usize,
+    opts: &'a OverlapOptions,
+}
+
+/// What the reader must know to trust the rows: one stream, same-stream overlap, the
+/// single-trace caveat, the scope join, rows below the bar, ops left out.
+fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let op_count = f.formal.ops.len();
+    if f.measured.streams <= 1 {
+        let stream = f.stream_labels.first().map_or("no stream", String::as_str);
+        notes.push(format!(
+            "one GPU stream ({stream}) ran all {op_count} GPU ops of this stage: nothing overlaps, so there are no overlap rows"
+        ));
+    }
+    if f.measured.same_stream > 0 {
+        let ops: u64 = f.rows.iter().map(|r| r.same_stream_ops).sum();
+        let top = f
+            .rows
+            .iter()
+            .max_by(|a, b| a.same_stream.cmp(&b.same_stream))
+            .map(|r| r.name.as_str())
+            .unwrap_or("");
+        notes.push(format!(
+            "{ops} GPU ops ran while another op of their own stream was running ({:.1} us of same-stream overlap, most in {top}); they count as exclusive unless another stream was busy",
+            ns_to_us(f.measured.same_stream)
+        ));
+    }
+    if f.measured.streams >= 2 {
+        if f.mapping_mode {
+            match f.scopes {
+                None => notes.push(
+                    "no mapping trace covers this stage: Python scopes are unmapped and dependency risk reads only same-stream adjacency".to_string(),
+                ),
+                Some(map) => {
+                    let mut counts: BTreeMap<Join, usize> = BTreeMap::new();
+                    for (_, join) in f.joined {
+                        *counts.entry(*join).or_default() += 1;
+                    }
+                    let label = |j: Join| match j {
+                        Join::Name => "by canonical name",
+                        Join::BaseName => "by name without template arguments",
+                        Join::FamilyLocation => "by family and launch location",
+                        Join::Family => "by family (one location in the mapping trace)",
+                        Join::Unmapped => "unmapped",
+                    };
+                    let parts: Vec<String> = counts
+                        .iter()
+                        .map(|(j, n)| format!("{n} {}", label(*j)))
+                        .collect();
+                    notes.push(format!(
+                        "Python scope from the mapping trace for {} kernels: {}",
+                        f.rows.len(),
+                        parts.join(", ")
+                    ));
+                    if map.graph_replays > 0 {
+                        notes.push(format!(
+                            "the mapping trace replays CUDA graphs ({} of {} GPU ops): those carry no per-kernel scope; capture it with CUDA graphs off",
+                            map.graph_replays, map.ops
+                        ));
+                    }
+                }
+            }
+        } else {
+            let replays: u64 = f.rows.iter().map(|r| r.graph_replays).sum();
+            let graphs = if replays > 0 {
+                format!(
+                    "{replays} of {op_count} GPU ops replay CUDA graphs, so their Python scope is unmapped here; "
+                )
+            } else {
+                String::new()
+            };
+            notes.push(format!(
+                "single-trace mode: hidden and exclusive times are exact; {graphs}Python scopes under CUDA graphs and the dependency risk (producer/consumer chains) need mapping+formal mode (--mapping-input with graphs off, --formal-input)"
+            ));
+        }
+        if f.below_bar > 0 {
+            notes.push(format!(
+                "{} candidate rows below {}% of busy time hidden",
+                f.below_bar, f.opts.min_share_pct
+            ));
+        }
+    }
+    let _ = f.trace;
+    notes.extend(f.formal.notes.iter().cloned());
+    notes
+}
+
+/// Sets each stage's overlap rows on the kernel-table stages (matched by label) and
+/// returns what the sweeps measured, in stage order.
+pub fn attach(
+    stages: Vec<crate::report::model::StageReport>,
+    overlap: Vec<StageOverlap>,
+) -> (Vec<crate::report::model::StageReport>, Vec<OverlapStage>) {
+    let mut stages = stages;
+    let mut measured = Vec::with_capacity(overlap.len());
+    for stage_overlap in overlap {
+        if let Some(report) = stages
+            .iter_mut()
+            .find(|s| s.stage == stage_overlap.measured.stage)
+        {
+            report.overlap = stage_overlap.rows;
+        }
+        measured.push(stage_overlap.measured);
+    }
+    (stages, measured)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_names_drop_template_arguments_and_void() {
+        assert_eq!(
+            base_name("void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>"),
+            "flashinfer::norm::RMSNormKernel"
+        );
+        assert_eq!(base_name("void a<b<c>, d>::run<1>"), "a::run");
+        assert_eq!(
+            base_name("Memcpy DtoD (Device -> Device)"),
+            "Memcpy DtoD (Device -> Device)"
+        );
+    }
+
+    #[test]
+    fn scope_families_compare_paths_or_functions() {
+        assert!(same_scope_family(
+            "python/sglang/srt/layers/linear.py:461 forward",
+            "python/sglang/srt/layers/linear.py:1514 forward"
+        ));
+        assert!(same_scope_family(
+            "a.py:1 forward_cuda",
+            "b.py:2 forward_cuda"
+        ));
+        assert!(!same_scope_family("a.py:1 f", "b.py:2 g"));
+    }
+}

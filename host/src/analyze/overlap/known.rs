@@ -1,0 +1,296 @@
+//! Known overlap paths (`catalog/overlap.toml`): overlap families the engines already
+//! ship (two-batch overlap, shared experts on an auxiliary stream, GEMM + collective
+//! overlap, ...). An overlap row that matches one names it in `known_path`, so the
+//! reader checks whether that path is on before designing a new one.
+//!
+//! Matching uses the kernel-family pattern language (token sequences, `*` wildcards;
+//! `catalog/README.md`; the schema is in the header of `catalog/overlap.toml`): every
+//! list a row gives must match (categories, kernel name,
+//! Python scope), any pattern within a list will do.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::sweep::Category;
+use crate::analyze::families::{parse_pattern, FamilyRule, FamilyRules};
+use crate::error::TriageError;
+
+/// File name of the known overlap paths inside a catalog directory.
+pub const OVERLAP_FILE: &str = "overlap.toml";
+
+/// The built-in known overlap paths.
+pub const BUILTIN_OVERLAP: &str = include_str!("../../../../catalog/overlap.toml");
+
+/// One known overlap path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnownPath {
+    pub id: String,
+    pub label: String,
+    /// Plugin names of the engines whose traces it applies to; empty: any engine.
+    pub engines: Vec<String>,
+    pub categories: Vec<Category>,
+    /// Patterns over the kernel name and the Python scope, as one-rule family rules
+    /// (a rule that fires names the family [`MATCHED`]); `None`: any text.
+    kernel: Option<FamilyRules>,
+    scope: Option<FamilyRules>,
+}
+
+/// The family a pattern rule gives when it fires.
+const MATCHED: &str = "matched";
+
+impl KnownPath {
+    /// Whether a row of `engine` with this category, kernel name and Python scope is
+    /// this path.
+    pub fn matches(
+        &self,
+        engine: &str,
+        category: Category,
+        kernel: &str,
+        scope: Option<&str>,
+    ) -> bool {
+        let engine_fits = self.engines.is_empty() || self.engines.iter().any(|e| e == engine);
+        let category_fits = self.categories.is_empty() || self.categories.contains(&category);
+        let kernel_fits = self
+            .kernel
+            .as_ref()
+            .is_none_or(|rules| rules.family_of(kernel) == MATCHED);
+        let scope_fits = self
+            .scope
+            .as_ref()
+            .is_none_or(|rules| scope.is_some_and(|s| rules.family_of(s) == MATCHED));
+        engine_fits && category_fits && kernel_fits && scope_fits
+    }
+}
+
+/// Every known overlap path, in file order (the first match wins).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KnownPaths {
+    pub paths: Vec<KnownPath>,
+}
+
+impl KnownPaths {
+    pub fn find(
+        &self,
+        engine: &str,
+        category: Category,
+        kernel: &str,
+        scope: Option<&str>,
+    ) -> Option<&KnownPath> {
+        self.paths
+            .iter()
+            .find(|p| p.matches(engine, category, kernel, scope))
+    }
+}
+
+/// `dir/overlap.toml` when `dir` is given and has one, else the built-in copy.
+pub fn load_known_paths(dir: Option<&Path>) -> Result<KnownPaths, TriageError> {
+    if let Some(dir) = dir {
+        let path = dir.join(OVERLAP_FILE);
+        if path.exists() {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| TriageError::input(&path, format!("cannot read: {e}")))?;
+            return parse_known_paths(&text, &path);
+        }
+    }
+    parse_known_paths(BUILTIN_OVERLAP, Path::new("built-in catalog/overlap.toml"))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverlapFile {
+    schema: u32,
+    #[serde(default)]
+    path: Vec<PathEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathEntry {
+    id: String,
+    label: String,
+    engines: Vec<String>,
+    status: String,
+    #[serde(default)]
+    toggles: Vec<String>,
+    code_paths: Vec<String>,
+    rationale: String,
+    checked_against: Vec<String>,
+    #[serde(rename = "match")]
+    matcher: MatchEntry,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatchEntry {
+    #[serde(default)]
+    categories: Vec<String>,
+    #[serde(default)]
+    kernel: Vec<String>,
+    #[serde(default)]
+    scope: Vec<String>,
+}
+
+/// Parses and validates known overlap paths; `path` only names the source in errors.
+pub fn parse_known_paths(text: &str, path: &Path) -> Result<KnownPaths, TriageError> {
+    let error = |message: String| TriageError::input(PathBuf::from(path), message);
+    let file: OverlapFile = toml::from_str(text).map_err(|e| {
+        error(format!(
+            "invalid overlap catalog: {}",
+            e.to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))
+    })?;
+    if file.schema != 1 {
+        return Err(error(format!(
+            "unsupported overlap catalog schema {} (this build reads 1)",
+            file.schema
+        )));
+    }
+    let checked =
+        regex::Regex::new(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S+$").expect("static regex is valid");
+    let mut paths: Vec<KnownPath> = Vec::with_capacity(file.path.len());
+    for entry in file.path {
+        let fail = |what: String| error(format!("path {:?}: {what}", entry.id));
+        if entry.id.is_empty() || paths.iter().any(|p| p.id == entry.id) {
+            return Err(fail("empty or duplicate id".to_string()));
+        }
+        if entry.label.trim().is_empty() || entry.rationale.trim().is_empty() {
+            return Err(fail("label and rationale must not be empty".to_string()));
+        }
+        if !["mainline", "upstream", "inflight"].contains(&entry.status.as_str()) {
+            return Err(fail(format!(
+                "status {:?} is not mainline, upstream or inflight",
+                entry.status
+            )));
+        }
+        if entry.code_paths.is_empty() || entry.toggles.iter().any(|t| t.trim().is_empty()) {
+            return Err(fail("code_paths must not be empty".to_string()));
+        }
+        if entry.checked_against.is_empty()
+            || entry.checked_against.iter().any(|c| !checked.is_match(c))
+        {
+            return Err(fail(
+                "checked_against needs owner/repo@<40-hex commit>:path entries".to_string(),
+            ));
+        }
+        let categories = entry
+            .matcher
+            .categories
+            .iter()
+            .map(|c| category_named(c).ok_or_else(|| fail(format!("unknown category {c:?}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let patterns = |list: &[String]| -> Result<Option<FamilyRules>, TriageError> {
+            let parsed = list
+                .iter()
+                .map(|p| parse_pattern(p).ok_or_else(|| fail(format!("empty pattern {p:?}"))))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((!parsed.is_empty()).then(|| FamilyRules {
+                rules: vec![FamilyRule {
+                    family: MATCHED.to_string(),
+                    patterns: parsed,
+                    all: Vec::new(),
+                }],
+            }))
+        };
+        let kernel = patterns(&entry.matcher.kernel)?;
+        let scope = patterns(&entry.matcher.scope)?;
+        if kernel.is_none() && scope.is_none() {
+            return Err(fail("match needs kernel or scope patterns".to_string()));
+        }
+        paths.push(KnownPath {
+            id: entry.id,
+            label: entry.label,
+            engines: entry.engines,
+            categories,
+            kernel,
+            scope,
+        });
+    }
+    Ok(KnownPaths { paths })
+}
+
+fn category_named(name: &str) -> Option<Category> {
+    Some(match name {
+        "compute" => Category::Compute,
+        "communication" => Category::Communication,
+        "memory" => Category::Memory,
+        "elementwise" => Category::Elementwise,
+        "other" => Category::Other,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_catalog_loads_and_rows_match_by_engine_category_kernel_and_scope() {
+        let known = load_known_paths(None).unwrap();
+        assert!(known.paths.len() >= 6, "{}", known.paths.len());
+        let text = r#"
+schema = 1
+[[path]]
+id = "x.comm"
+label = "GEMM + collective"
+engines = ["vllm"]
+status = "mainline"
+code_paths = ["a.py"]
+rationale = "r"
+checked_against = ["o/r@0123456789012345678901234567890123456789:a.py"]
+[path.match]
+categories = ["communication"]
+kernel = ["all reduce", "nccl*"]
+"#;
+        let known = parse_known_paths(text, Path::new("t.toml")).unwrap();
+        let find = |engine, category, kernel| {
+            known
+                .find(engine, category, kernel, None)
+                .map(|p| p.id.as_str())
+        };
+        assert_eq!(
+            find(
+                "vllm",
+                Category::Communication,
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+            ),
+            Some("x.comm")
+        );
+        assert_eq!(
+            find("sglang", Category::Communication, "ncclDevKernel_AllReduce"),
+            None
+        );
+        assert_eq!(
+            find("vllm", Category::Compute, "ncclDevKernel_AllReduce"),
+            None
+        );
+        assert_eq!(find("vllm", Category::Communication, "allreducefoo"), None);
+    }
+
+    #[test]
+    fn malformed_rows_are_refused_with_the_row_named() {
+        let bad = r#"
+schema = 1
+[[path]]
+id = "x"
+label = "l"
+engines = []
+status = "mainline"
+code_paths = ["a.py"]
+rationale = "r"
+checked_against = ["o/r@abc:a.py"]
+[path.match]
+kernel = ["k"]
+"#;
+        let e = parse_known_paths(bad, Path::new("o.toml")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "o.toml: path \"x\": checked_against needs owner/repo@<40-hex commit>:path entries"
+        );
+        let e = parse_known_paths("schema = 2", Path::new("o.toml")).unwrap_err();
+        assert!(e.to_string().contains("schema 2"), "{e}");
+    }
+}
