@@ -1,9 +1,12 @@
 //! The analyses: kernel table (and later overlap, fuse, similarity).
 
 pub mod families;
+pub mod fuse;
 pub mod kernels;
 pub mod location;
 pub mod names;
+pub mod overlap;
+pub mod similarity;
 #[cfg(test)]
 mod real_traces;
 #[cfg(test)]
