@@ -5,7 +5,7 @@ use std::path::Path;
 
 use clap::{CommandFactory, Parser};
 
-use llm_triage::cli::{Cli, Command, OutputFormat, PluginsCommand, TriageArgs};
+use llm_triage::cli::{CatalogCommand, CatalogFormat, Cli, Command, InputMode, OutputFormat, PluginsCommand, TriageArgs};
 use llm_triage::error::{Result, TriageError};
 use llm_triage::exit;
 use llm_triage::plugins;
@@ -13,7 +13,13 @@ use llm_triage::report::{self, Format};
 use llm_triage::run::{triage, TriageRequest};
 
 fn main() {
-    let cli = Cli::parse_from(compat_args(std::env::args_os()));
+    let args = compat_args(std::env::args_os());
+    // As the predecessor: no arguments at all prints the help, and that is no error.
+    if args.len() <= 1 {
+        let _ = Cli::command().print_help();
+        std::process::exit(exit::OK);
+    }
+    let cli = Cli::parse_from(args);
     let code = match run(cli) {
         Ok(()) => exit::OK,
         Err(e) => {
@@ -35,6 +41,7 @@ fn run(cli: Cli) -> Result<()> {
         None => run_triage(&cli.triage, &cli.plugin_dirs),
         Some(Command::Triage(ref args)) => run_triage(args, &cli.plugin_dirs),
         Some(Command::Plugins(ref command)) => run_plugins(command, &cli.plugin_dirs),
+        Some(Command::Catalog(ref command)) => run_catalog(command, &cli.plugin_dirs),
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "llm-triage", &mut std::io::stdout());
@@ -43,12 +50,33 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
+/// `catalog list|show|validate`: the merged catalog of the loaded plugins and the host.
+fn run_catalog(command: &CatalogCommand, plugin_dirs: &[std::path::PathBuf]) -> Result<()> {
+    use llm_triage::catalog;
+    let plugin_set = llm_triage::run::load_plugins(plugin_dirs)?;
+    let text = match command {
+        CatalogCommand::List { format, catalog: dir } => {
+            let rows = catalog::load_fusions(dir.as_deref(), &plugin_set)?;
+            catalog::list_rows(&rows, *format == CatalogFormat::Json)
+        }
+        CatalogCommand::Show { id, format, catalog: dir } => {
+            let rows = catalog::load_fusions(dir.as_deref(), &plugin_set)?;
+            catalog::show_row(&rows, id, *format == CatalogFormat::Json)?
+        }
+        CatalogCommand::Validate { catalog: dir } => {
+            let families = catalog::load_families(dir.as_deref())?;
+            let rows = catalog::load_fusions(dir.as_deref(), &plugin_set)?;
+            catalog::validation_summary(&families, &rows)
+        }
+    };
+    print!("{text}");
+    Ok(())
+}
+
 fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<()> {
-    let Some(input) = args.input.clone() else {
-        return Err(TriageError::Usage(
-            "nothing to triage: pass --input PATH (a trace file or profile directory); see --help"
-                .to_string(),
-        ));
+    let (input, mapping_input) = match args.input_mode().map_err(TriageError::Usage)? {
+        InputMode::Single(input) => (input, None),
+        InputMode::MappingFormal { mapping, formal } => (formal, Some(mapping)),
     };
     if !(args.min_share.is_finite() && (0.0..=100.0).contains(&args.min_share)) {
         return Err(TriageError::Usage(format!(
@@ -58,10 +86,12 @@ fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<(
     }
     let request = TriageRequest {
         input,
+        mapping_input,
         framework: args.framework.clone(),
         rank: args.rank,
         min_share_pct: args.min_share,
         kernel_table_limit: args.kernel_table_limit,
+        overlap_table_limit: args.overlap_table_limit,
         catalog: args.catalog.clone(),
         plugin_dirs: plugin_dirs.to_vec(),
         progress: !args.quiet && std::io::stderr().is_terminal(),
