@@ -337,7 +337,12 @@ fn stage_overlap(
 
     let neighbours = Neighbours::new(&sweep_ops);
     let busy_us = ns_to_us(measured.busy);
-    let candidates = candidates(&rows);
+    // One busy stream: nothing overlaps, and the stage says so in one line instead.
+    let candidates = if measured.streams >= 2 {
+        candidates(&rows)
+    } else {
+        Vec::new()
+    };
     let mut used: Vec<u32> = Vec::new();
     let mut assembled: Vec<OverlapRow> = Vec::new();
     for (row, verdict) in candidates {
@@ -898,10 +903,17 @@ fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
     }
     if f.measured.same_stream > 0 {
         let ops: u64 = f.rows.iter().map(|r| r.same_stream_ops).sum();
+        // The row with the most same-stream time; the first one on a tie.
         let top = f
             .rows
             .iter()
-            .max_by(|a, b| a.same_stream.cmp(&b.same_stream))
+            .reduce(|best, r| {
+                if r.same_stream > best.same_stream {
+                    r
+                } else {
+                    best
+                }
+            })
             .map(|r| r.name.as_str())
             .unwrap_or("");
         notes.push(format!(
@@ -959,7 +971,7 @@ fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
         }
         if f.below_bar > 0 {
             notes.push(format!(
-                "{} candidate rows below {}% of busy time hidden",
+                "{} candidate rows below {:.1}% of busy time hidden",
                 f.below_bar, f.opts.min_share_pct
             ));
         }
