@@ -625,6 +625,22 @@ pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) 
     }
 }
 
+/// The parts of `rule` one kernel row hits: `fused` (active evidence) and
+/// `split:<group>` for each split group, in catalog order (gates not applied).
+pub fn parts_hit(rule: &FusionRule, row: &KernelRow) -> Vec<String> {
+    let haystack = Haystack::of(row);
+    let mut parts = Vec::new();
+    if rule.active.first_hit(&haystack).is_some() {
+        parts.push("fused".to_string());
+    }
+    for group in &rule.split {
+        if group.evidence.first_hit(&haystack).is_some() {
+            parts.push(format!("split:{}", group.name));
+        }
+    }
+    parts
+}
+
 /// A rule that matched a stage (spec §9.2), before selection.
 #[derive(Clone, Debug)]
 pub struct Candidate<'r> {
@@ -699,7 +715,13 @@ pub fn select<'r>(
 ) -> Vec<Candidate<'r>> {
     // A stable sort keeps catalog order among equal keys.
     found.sort_by(|a, b| {
-        let key = |c: &Candidate| (c.hits.rule.priority, c.hits.rule.span(), c.related_rows.len());
+        let key = |c: &Candidate| {
+            (
+                c.hits.rule.priority,
+                c.hits.rule.span(),
+                c.related_rows.len(),
+            )
+        };
         key(b)
             .cmp(&key(a))
             .then(b.related_us.total_cmp(&a.related_us))

@@ -1,0 +1,218 @@
+//! The fusion catalog as data: every row loads and validates, every row has a positive
+//! fixture and a near miss (tests/data/fuse_fixtures.toml), every `checked_against`
+//! names a repository, a 40-hex commit and a path, and broken rows are refused with one
+//! line naming the source and the row.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use llm_triage::analyze::fuse::{parts_hit, FusionRule};
+use llm_triage::catalog::{merge_fusions, parse_fusions, FusionSource};
+use llm_triage::report::model::{KernelRow, SiteShare};
+
+fn catalog_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/fusions")
+}
+
+/// Every file of catalog/fusions, merged as the host merges plugin registries.
+fn catalog() -> Vec<FusionRule> {
+    let mut sources: Vec<FusionSource> = std::fs::read_dir(catalog_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| FusionSource {
+            origin: p.file_stem().unwrap().to_string_lossy().into_owned(),
+            name: p.display().to_string(),
+            text: std::fs::read_to_string(&p).unwrap(),
+        })
+        .collect();
+    sources.sort_by(|a, b| a.origin.cmp(&b.origin));
+    merge_fusions(sources).expect("the catalog validates").rules
+}
+
+fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
+    KernelRow {
+        name: kernel.to_string(),
+        raw_names: vec![kernel.to_string()],
+        family: "other".to_string(),
+        gpu_time_us: 1.0,
+        share_pct: 1.0,
+        launches: 1,
+        python_locations: if location.is_empty() {
+            Vec::new()
+        } else {
+            vec![SiteShare {
+                location: location.to_string(),
+                share_pct: 100.0,
+            }]
+        },
+        cpu_ops: if cpu_op.is_empty() {
+            Vec::new()
+        } else {
+            vec![cpu_op.to_string()]
+        },
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Fixtures {
+    case: Vec<Case>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    id: String,
+    part: String,
+    #[serde(default)]
+    kernel: String,
+    #[serde(default)]
+    cpu_op: String,
+    #[serde(default)]
+    location: String,
+    #[serde(default)]
+    near_kernel: String,
+    #[serde(default)]
+    near_cpu_op: String,
+    #[serde(default)]
+    near_location: String,
+}
+
+fn words(text: &str) -> BTreeSet<String> {
+    llm_triage::analyze::families::tokens(text)
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn every_row_has_a_positive_fixture_and_a_near_miss() {
+    let rules = catalog();
+    assert!(rules.len() >= 60, "{} rows", rules.len());
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuse_fixtures.toml"),
+    )
+    .unwrap();
+    let fixtures: Fixtures = toml::from_str(&text).unwrap();
+    let ids: BTreeSet<&str> = rules.iter().map(|r| r.id.as_str()).collect();
+    let covered: BTreeSet<&str> = fixtures.case.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, covered, "rows and fixtures differ");
+    for case in &fixtures.case {
+        let rule = rules.iter().find(|r| r.id == case.id).unwrap();
+        let positive = kernel_row(&case.kernel, &case.cpu_op, &case.location);
+        let near = kernel_row(&case.near_kernel, &case.near_cpu_op, &case.near_location);
+        let hit = parts_hit(rule, &positive);
+        assert!(
+            hit.contains(&case.part),
+            "{}: positive hits {hit:?}",
+            case.id
+        );
+        let near_hit = parts_hit(rule, &near);
+        assert!(
+            !near_hit.contains(&case.part),
+            "{}: near miss hits {near_hit:?}",
+            case.id
+        );
+        // A near miss really is near: it shares at least two tokens with the positive.
+        let pos_words = words(&format!(
+            "{} {} {}",
+            case.kernel, case.cpu_op, case.location
+        ));
+        let near_words = words(&format!(
+            "{} {} {}",
+            case.near_kernel, case.near_cpu_op, case.near_location
+        ));
+        let shared = pos_words.intersection(&near_words).count();
+        assert!(shared >= 2, "{}: near miss shares {shared} tokens", case.id);
+    }
+}
+
+#[test]
+fn every_checked_against_names_repo_commit_and_path() {
+    let shape =
+        regex::Regex::new(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9a-f]{40}:[^\s/][^\s]*$").unwrap();
+    let known_repos = [
+        "sgl-project/sglang",
+        "vllm-project/vllm",
+        "NVIDIA/TensorRT-LLM",
+        "lightseekorg/tokenspeed",
+        "pytorch/pytorch",
+        "flashinfer-ai/flashinfer",
+        "ROCm/aiter",
+    ];
+    for rule in catalog() {
+        assert!(!rule.checked_against.is_empty(), "{}", rule.id);
+        for c in &rule.checked_against {
+            assert!(shape.is_match(c), "{}: {c}", rule.id);
+            let repo = c.split('@').next().unwrap();
+            assert!(
+                known_repos.contains(&repo),
+                "{}: unexpected repo {repo}",
+                rule.id
+            );
+        }
+        assert!(!rule.rationale.is_empty() && !rule.candidate_paths.is_empty());
+    }
+}
+
+/// The torch file with one edit, parsed as the torch origin.
+fn torch_with(from: &str, to: &str) -> String {
+    let good = std::fs::read_to_string(catalog_dir().join("torch.toml")).unwrap();
+    assert!(good.contains(from), "{from}");
+    let bad = good.replacen(from, to, 1);
+    parse_fusions(&bad, "x/torch.toml", "torch")
+        .map(|rows| format!("{} rows", rows.len()))
+        .unwrap_or_else(|e| e.to_string())
+}
+
+#[test]
+fn broken_rows_are_refused_naming_the_source_and_row() {
+    let cases = [
+        ("min_share = 0.3\n", "min_share = 0.3\nweight = 2\n", "unknown field `weight`"),
+        (
+            "id = \"torch.inductor-silu-mul\"",
+            "id = \"torch.inductor-rmsnorm\"",
+            "row torch.inductor-rmsnorm: duplicate id",
+        ),
+        (
+            "kernel = [\"silu kernel\"]",
+            "kernel = [\"re:triton_(poi\"]",
+            "row torch.eager-unfused-silu-mul: split group \"silu\": pattern \"re:triton_(poi\" is not a valid regex",
+        ),
+        (
+            "kernel = [\"mul functor\"]",
+            "kernel = [\"wk\"]",
+            "pattern \"wk\" is a single generic or short token",
+        ),
+        (
+            "\"pytorch/pytorch@520ba556cd4fcb80efc2849ca169bcfa8dfeff5e:torch/_inductor/utils.py\",\n]\n\n[fusion.active]\nkernel = [\"re:^triton_poi",
+            "\"pytorch/pytorch@520ba55:torch/_inductor/utils.py\",\n]\n\n[fusion.active]\nkernel = [\"re:^triton_poi",
+            "row torch.inductor-silu-mul: checked_against \"pytorch/pytorch@520ba55:torch/_inductor/utils.py\" is not owner/repo@<40-hex commit>:<path>",
+        ),
+        ("origin = \"torch\"", "origin = \"vllm\"", "does not match its file/plugin origin \"torch\""),
+        ("status = \"mainline\"", "status = \"inflight\"", "an inflight row needs pr = <number>"),
+        ("likely_share = 2.0", "likely_share = 0.1", "need 0 <= min_share <= likely_share"),
+        ("id = \"torch.inductor-rmsnorm\"", "id = \"torch.Inductor_RMSNorm\"", "id must be torch.<kebab-name>"),
+    ];
+    for (from, to, needle) in cases {
+        let err = torch_with(from, to);
+        assert!(err.starts_with("x/torch.toml: "), "{err}");
+        assert!(err.contains(needle), "{needle:?} not in {err:?}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // Cross-row checks happen on merge.
+    let text = std::fs::read_to_string(catalog_dir().join("torch.toml"))
+        .unwrap()
+        .replacen("subsumes = []", "subsumes = [\"torch.nope\"]", 1);
+    let err = merge_fusions(vec![FusionSource {
+        origin: "torch".into(),
+        name: "y/torch.toml".into(),
+        text,
+    }])
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        err,
+        "y/torch.toml: row torch.inductor-rmsnorm: subsumes \"torch.nope\", which no loaded row has as id"
+    );
+}
