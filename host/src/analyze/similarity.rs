@@ -243,3 +243,108 @@ fn note(rule: &FusionRule, reason: String) -> SimilarityNote {
         reason,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::fuse::{fuse_table, RunFacts};
+    use crate::catalog::parse_fusions;
+    use crate::report::model::SiteShare;
+
+    fn kernel(name: &str, us: f64, location: &str) -> KernelRow {
+        KernelRow {
+            name: name.to_string(),
+            raw_names: vec![name.to_string()],
+            family: "other".to_string(),
+            gpu_time_us: us,
+            share_pct: us,
+            launches: 1,
+            python_locations: vec![SiteShare {
+                location: location.to_string(),
+                share_pct: 100.0,
+            }],
+            cpu_ops: vec!["cudaGraphLaunch".to_string()],
+        }
+    }
+
+    const ROWS: &str = r#"schema = 1
+[[fusion]]
+id = "sglang.chain"
+label = "Norm + RoPE + cache"
+origin = "sglang"
+status = "mainline"
+priority = 0
+min_share = 0.5
+likely_share = 3.0
+subsumes = []
+candidate_paths = ["python/sglang/x.py"]
+rationale = "r"
+checked_against = ["sgl-project/sglang@0000000000000000000000000000000000000000:x.py"]
+[fusion.active]
+kernel = ["fused add rms norm kernel"]
+[[fusion.split]]
+name = "norm"
+kernel = ["rms norm kernel"]
+[[fusion.split]]
+name = "rope"
+kernel = ["rotary embedding kernel"]
+[[fusion.split]]
+name = "cache"
+kernel = ["store kvcache"]
+"#;
+
+    #[test]
+    fn two_of_three_groups_from_one_file_is_a_high_note_and_deterministic() {
+        let rules = parse_fusions(ROWS, "t.toml", "sglang").unwrap();
+        let facts = RunFacts::default();
+        let input = FuseInput {
+            engine: "sglang",
+            facts: &facts,
+            min_share_pct: 1.0,
+        };
+        let kernels = [
+            kernel(
+                "void rms_norm_kernel<bf16>",
+                3.0,
+                "models/qwen3.py:10 forward",
+            ),
+            kernel(
+                "void rotary_embedding_kernel<bf16>",
+                2.0,
+                "models/qwen3.py:12 forward",
+            ),
+        ];
+        let table = fuse_table(&rules, &kernels, 100.0, &input);
+        assert!(table.is_empty());
+        let note = similarity_note(&rules, &kernels, 100.0, &input, &table).unwrap();
+        assert_eq!(note.level, "high");
+        assert_eq!(note.family_id, "sglang.chain");
+        assert_eq!(
+            note.reason,
+            "2 of 3 parts of the unfused path seen (norm void rms_norm_kernel<bf16>, rope void rotary_embedding_kernel<bf16>), no cache; 5.0% of stage GPU time; launched together from Python file models/qwen3.py"
+        );
+        // Different files: one level lower. A reordered fused name alone: low.
+        let apart = [
+            kernel("void rms_norm_kernel<bf16>", 3.0, "a.py:1 f"),
+            kernel("void rotary_embedding_kernel<bf16>", 2.0, "b.py:2 g"),
+        ];
+        let note = similarity_note(&rules, &apart, 100.0, &input, &[]).unwrap();
+        assert_eq!(note.level, "medium");
+        let reordered = [kernel(
+            "void fused_rms_norm_add_kernel<bf16>",
+            2.0,
+            "a.py:1 f",
+        )];
+        let note = similarity_note(&rules, &reordered, 100.0, &input, &[]).unwrap();
+        assert_eq!(note.level, "low");
+        assert!(
+            note.reason
+                .contains("`fused add rms norm kernel` but not in that order"),
+            "{}",
+            note.reason
+        );
+        // One group alone says nothing.
+        let one = [kernel("void rms_norm_kernel<bf16>", 3.0, "a.py:1 f")];
+        assert_eq!(similarity_note(&rules, &one, 100.0, &input, &[]), None);
+    }
+}
