@@ -43,6 +43,10 @@ pub enum Command {
     /// List, inspect, install and check engine plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// List, show and validate the fusion catalog (plugins' rows, the host's torch rows,
+    /// and `--catalog DIR` overrides).
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -69,6 +73,37 @@ pub enum PluginsCommand {
     Doctor,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Every fusion row: id, origin, status, label (`--format json`: every field).
+    List {
+        #[arg(long, value_enum, default_value_t = CatalogFormat::Text)]
+        format: CatalogFormat,
+        /// Use DIR/kernel-families.toml and DIR/fusions/*.toml where present.
+        #[arg(long, value_name = "DIR")]
+        catalog: Option<PathBuf>,
+    },
+    /// Everything one fusion row says.
+    Show {
+        id: String,
+        #[arg(long, value_enum, default_value_t = CatalogFormat::Text)]
+        format: CatalogFormat,
+        #[arg(long, value_name = "DIR")]
+        catalog: Option<PathBuf>,
+    },
+    /// Load and check every row (exit 3 with the file and row on the first error).
+    Validate {
+        #[arg(long, value_name = "DIR")]
+        catalog: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CatalogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     Markdown,
@@ -79,9 +114,19 @@ pub enum OutputFormat {
 #[derive(Debug, Clone, Args)]
 #[command(after_help = EXIT_CODES_HELP)]
 pub struct TriageArgs {
-    /// A trace file (.json or .json.gz) or a profile directory.
+    /// A trace file (.json or .json.gz) or a profile directory (single-trace mode).
     #[arg(long, value_name = "PATH")]
     pub input: Option<PathBuf>,
+
+    /// Mapping+formal mode: the mapping trace (file or directory), captured with CUDA
+    /// graphs off; it supplies each kernel's Python scope for the overlap table.
+    #[arg(long, value_name = "PATH")]
+    pub mapping_input: Option<PathBuf>,
+
+    /// Mapping+formal mode: the formal trace (file or directory), captured in the
+    /// production config; every table's times come from it.
+    #[arg(long, value_name = "PATH")]
+    pub formal_input: Option<PathBuf>,
 
     /// Engine that wrote the trace: auto, or a plugin name or alias (sglang, vllm,
     /// trtllm, tokenspeed, ...). `auto` refuses traces no plugin recognises.
@@ -105,6 +150,10 @@ pub struct TriageArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub kernel_table_limit: usize,
 
+    /// Keep only the first N overlap rows per stage (0 = all), before the share cut.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub overlap_table_limit: usize,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Markdown)]
     pub format: OutputFormat,
@@ -126,5 +175,45 @@ impl Cli {
     /// Parses `args`, accepting the predecessor's leading `triage` word.
     pub fn parse_from_env() -> Self {
         Cli::parse()
+    }
+}
+
+/// Which traces a triage reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputMode {
+    /// `--input`: one trace (or directory) for every table.
+    Single(PathBuf),
+    /// `--mapping-input` + `--formal-input`.
+    MappingFormal { mapping: PathBuf, formal: PathBuf },
+}
+
+impl TriageArgs {
+    /// The input mode the flags ask for, or the usage error that says what to pass.
+    /// An empty path counts as not given.
+    pub fn input_mode(&self) -> Result<InputMode, String> {
+        let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
+        let input = given(&self.input);
+        let mapping = given(&self.mapping_input);
+        let formal = given(&self.formal_input);
+        match (input, mapping, formal) {
+            (Some(input), None, None) => Ok(InputMode::Single(input)),
+            (None, Some(mapping), Some(formal)) => Ok(InputMode::MappingFormal { mapping, formal }),
+            (Some(_), _, _) => Err(
+                "--input (single-trace mode) cannot be combined with --mapping-input/--formal-input (mapping+formal mode); pass one mode"
+                    .to_string(),
+            ),
+            (None, Some(_), None) => Err(
+                "mapping+formal mode needs --formal-input PATH too (the production-config trace the times come from)"
+                    .to_string(),
+            ),
+            (None, None, Some(_)) => Err(
+                "mapping+formal mode needs --mapping-input PATH too (a trace captured with CUDA graphs off, for Python scopes)"
+                    .to_string(),
+            ),
+            (None, None, None) => Err(
+                "nothing to triage: pass --input PATH (a trace file or profile directory), or --mapping-input PATH with --formal-input PATH; see --help"
+                    .to_string(),
+            ),
+        }
     }
 }

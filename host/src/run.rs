@@ -7,13 +7,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use indicatif::{ProgressBar, ProgressStyle};
 use llm_triage_plugin_api::{MarkerKind, StageHint};
 
+use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::kernels::{kernel_tables, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
-use crate::catalog::load_families;
+use crate::analyze::overlap::known::load_known_paths;
+use crate::analyze::overlap::{
+    attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
+};
+use crate::catalog::{load_families, load_fusions};
 use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
 use crate::report::{FrameworkInfo, InputInfo, Report, SCHEMA_VERSION};
-use crate::trace::discover::{discover, TraceSet};
+use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::Trace;
 use crate::trace::evidence::evidence;
 use crate::trace::link::{link, Linked};
@@ -23,11 +28,18 @@ use crate::trace::stage::{split, Stage, StageSplit};
 /// What the user asked for, in domain terms (the CLI maps flags onto this).
 #[derive(Clone, Debug)]
 pub struct TriageRequest {
+    /// The trace file or directory; in mapping+formal mode, the formal one (production
+    /// config, CUDA graphs on), whose times every table reads.
     pub input: PathBuf,
+    /// Mapping+formal mode: the mapping trace (CUDA graphs off), which supplies each
+    /// kernel's Python scope for the overlap table.
+    pub mapping_input: Option<PathBuf>,
     pub framework: String,
     pub rank: Option<u32>,
     pub min_share_pct: f64,
     pub kernel_table_limit: usize,
+    /// Overlap rows per stage (0 = all), before the share cut.
+    pub overlap_table_limit: usize,
     pub catalog: Option<PathBuf>,
     pub plugin_dirs: Vec<PathBuf>,
     /// Show a progress bar on stderr while reading.
@@ -37,77 +49,187 @@ pub struct TriageRequest {
 /// Files smaller than this read too fast for a progress bar to help.
 const PROGRESS_MIN_BYTES: u64 = 16 << 20;
 
-pub fn triage(request: &TriageRequest) -> Result<Report> {
-    let families = load_families(request.catalog.as_deref())?;
-    let traces_set = discover(&request.input, request.rank)?;
-    let plugin_set = load_plugins(&request.plugin_dirs)?;
-    let traces = read_all(&traces_set, request.progress)?;
+/// One set of traces after reading: its engine, the launch links and stage splits.
+struct Prepared<'p> {
+    selection: plugins::Selection<'p>,
+    locator: Locator,
+    linked: Vec<Linked>,
+    splits: Vec<StageSplit>,
+}
 
-    let server_args = traces_set.server_args.as_ref().map(|a| &a.values);
+fn prepare<'p>(
+    plugin_set: &'p PluginSet,
+    framework: &str,
+    set: &TraceSet,
+    traces: &[Trace],
+) -> Result<Prepared<'p>> {
+    let server_args = set.server_args.as_ref().map(|a| &a.values);
     let evidences: Vec<_> = traces.iter().map(|t| evidence(t, server_args)).collect();
-    let selection = plugins::select(&plugin_set, &request.framework, &evidences)?;
+    let selection = plugins::select(plugin_set, framework, &evidences)?;
     let engine = selection.engine;
-
     let locator = Locator::new(&abi_attribution(&engine.attribution()?));
     let linked: Vec<Linked> = traces.iter().map(link).collect();
     let splits = traces
         .iter()
-        .zip(&traces_set.files)
+        .zip(&set.files)
         .zip(&linked)
         .map(|((trace, file), linked)| stage_trace(engine, trace, file.path_stage, linked))
         .collect::<Result<Vec<StageSplit>>>()?;
+    Ok(Prepared {
+        selection,
+        locator,
+        linked,
+        splits,
+    })
+}
 
-    let staged: Vec<StagedTrace<'_>> = traces
+fn staged_traces<'a>(traces: &'a [Trace], prepared: &'a Prepared<'_>) -> Vec<StagedTrace<'a>> {
+    traces
         .iter()
-        .zip(&linked)
-        .zip(&splits)
+        .zip(&prepared.linked)
+        .zip(&prepared.splits)
         .map(|((trace, linked), split)| StagedTrace {
             trace,
             linked,
             split,
         })
-        .collect();
+        .collect()
+}
+
+pub fn triage(request: &TriageRequest) -> Result<Report> {
+    let families = load_families(request.catalog.as_deref())?;
+    let known_paths = load_known_paths(request.catalog.as_deref())?;
+    let traces_set = discover(&request.input, request.rank)?;
+    let mapping_set = match &request.mapping_input {
+        Some(path) => Some(discover(path, request.rank)?),
+        None => None,
+    };
+    let plugin_set = load_plugins(&request.plugin_dirs)?;
+    let fusion_catalog = load_fusions(request.catalog.as_deref(), &plugin_set)?;
+    // Both sets in one parallel read, under one progress bar.
+    let mut sets = vec![&traces_set];
+    sets.extend(mapping_set.as_ref());
+    let mut read = read_sets(&sets, request.progress)?.into_iter();
+    let traces = read.next().unwrap_or_default();
+    let mapping_traces = read.next().unwrap_or_default();
+
+    let formal = prepare(&plugin_set, &request.framework, &traces_set, &traces)?;
+    let selection = &formal.selection;
+    let engine = selection.engine;
+    let mapping = match &mapping_set {
+        Some(set) => Some(prepare(
+            &plugin_set,
+            &request.framework,
+            set,
+            &mapping_traces,
+        )?),
+        None => None,
+    };
+    let server_args = traces_set
+        .server_args
+        .as_ref()
+        .or(mapping_set.as_ref().and_then(|m| m.server_args.as_ref()))
+        .map(|a| &a.values);
+
+    let staged = staged_traces(&traces, &formal);
     let options = KernelTableOptions {
         min_share_pct: request.min_share_pct,
         limit: request.kernel_table_limit,
     };
-    let stages = kernel_tables(&staged, &locator, &families, &options);
+    let stages = kernel_tables(&staged, &formal.locator, &families, &options);
+    let stages = {
+        // The fuse matcher sees every kernel row, not only those above the share bar.
+        let every_option = KernelTableOptions {
+            min_share_pct: 0.0,
+            limit: 0,
+        };
+        let every_row = kernel_tables(&staged, &formal.locator, &families, &every_option);
+        let all_traces: Vec<&Trace> = traces.iter().chain(&mapping_traces).collect();
+        let facts = run_facts(server_args, &all_traces);
+        let fuse_input = FuseInput {
+            engine: engine.name(),
+            facts: &facts,
+            min_share_pct: request.min_share_pct,
+        };
+        attach_fusions(stages, &every_row, &fusion_catalog.rules, &fuse_input)
+    };
+
+    let mapping_staged = mapping.as_ref().map(|m| staged_traces(&mapping_traces, m));
+    let overlap = overlap_tables(
+        &OverlapInputs {
+            formal: &staged,
+            formal_locator: &formal.locator,
+            mapping: mapping
+                .as_ref()
+                .zip(mapping_staged.as_deref())
+                .map(|(m, staged)| (staged, &m.locator)),
+            families: &families,
+            known: &known_paths,
+            engine: engine.name(),
+        },
+        &OverlapOptions {
+            min_share_pct: request.min_share_pct,
+            limit: request.overlap_table_limit,
+        },
+    );
+    let (stages, overlap_stages) = attach_overlap(stages, overlap);
 
     let mut notes = traces_set.notes.clone();
+    notes.extend(mapping_set.iter().flat_map(|m| m.notes.iter().cloned()));
     notes.extend(read_notes(&traces));
+    notes.extend(read_notes(&mapping_traces));
     notes.extend(plugin_notes(&plugin_set));
 
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        mode: "single-trace".to_string(),
-        framework: FrameworkInfo {
-            name: engine.manifest.name.clone(),
-            display_name: engine.manifest.display_name.clone(),
-            plugin_version: engine.manifest.plugin_version.clone(),
-            decided_by: selection.decided_by.clone(),
-        },
-        inputs: traces_set
-            .files
-            .iter()
-            .zip(&traces)
-            .map(|(file, trace)| InputInfo {
-                // Absolute, as the predecessor printed them: reports get pasted elsewhere.
-                path: std::path::absolute(&file.path)
-                    .unwrap_or_else(|_| file.path.clone())
-                    .display()
-                    .to_string(),
-                rank: file.rank,
-                path_stage: file.path_stage.label().to_string(),
-                events: trace.event_count,
-                gpu_events: trace.gpu_ops.len() as u64,
-            })
-            .collect(),
+        mode: if mapping.is_some() {
+            "mapping-formal"
+        } else {
+            "single-trace"
+        }
+        .to_string(),
+        framework: framework_info(selection),
+        inputs: input_infos(&traces_set, &traces),
         model: server_args.and_then(model_name),
         server_args: server_args.cloned().unwrap_or_default(),
         stages,
         notes,
+        mapping_framework: mapping.as_ref().map(|m| framework_info(&m.selection)),
+        mapping_inputs: mapping_set
+            .as_ref()
+            .map(|set| input_infos(set, &mapping_traces))
+            .unwrap_or_default(),
+        overlap_stages,
     })
+}
+
+fn framework_info(selection: &plugins::Selection<'_>) -> FrameworkInfo {
+    let manifest = &selection.engine.manifest;
+    FrameworkInfo {
+        name: manifest.name.clone(),
+        display_name: manifest.display_name.clone(),
+        plugin_version: manifest.plugin_version.clone(),
+        decided_by: selection.decided_by.clone(),
+    }
+}
+
+fn input_infos(set: &TraceSet, traces: &[Trace]) -> Vec<InputInfo> {
+    set.files
+        .iter()
+        .zip(traces)
+        .map(|(file, trace)| InputInfo {
+            // Absolute, as the predecessor printed them: reports get pasted elsewhere.
+            path: std::path::absolute(&file.path)
+                .unwrap_or_else(|_| file.path.clone())
+                .display()
+                .to_string(),
+            rank: file.rank,
+            path_stage: file.path_stage.label().to_string(),
+            events: trace.event_count,
+            gpu_events: trace.gpu_ops.len() as u64,
+        })
+        .collect()
 }
 
 /// Loads every plugin on the search path; with none usable there is nothing to do.
@@ -127,10 +249,20 @@ pub fn load_plugins(cli_dirs: &[PathBuf]) -> Result<PluginSet> {
     Ok(set)
 }
 
-/// Reads every file of the set, in parallel, with one progress bar over all bytes.
-fn read_all(set: &TraceSet, progress: bool) -> Result<Vec<Trace>> {
-    let total: u64 = set
-        .files
+/// Reads every file of every set at once (mapping and formal sets concurrently), and
+/// returns the traces set by set.
+fn read_sets(sets: &[&TraceSet], progress: bool) -> Result<Vec<Vec<Trace>>> {
+    let files: Vec<&TraceFile> = sets.iter().flat_map(|s| &s.files).collect();
+    let mut traces = read_all(&files, progress)?.into_iter();
+    Ok(sets
+        .iter()
+        .map(|set| traces.by_ref().take(set.files.len()).collect())
+        .collect())
+}
+
+/// Reads every file, in parallel, with one progress bar over all bytes.
+fn read_all(files: &[&TraceFile], progress: bool) -> Result<Vec<Trace>> {
+    let total: u64 = files
         .iter()
         .filter_map(|f| std::fs::metadata(&f.path).ok())
         .map(|m| m.len())
@@ -149,10 +281,9 @@ fn read_all(set: &TraceSet, progress: bool) -> Result<Vec<Trace>> {
     };
     let done = AtomicU64::new(0);
     let results: Vec<Result<Trace>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = set
-            .files
+        let handles: Vec<_> = files
             .iter()
-            .map(|file| {
+            .map(|&file| {
                 let (bar, done) = (&bar, &done);
                 scope.spawn(move || {
                     let mut seen = 0u64;
@@ -167,7 +298,7 @@ fn read_all(set: &TraceSet, progress: bool) -> Result<Vec<Trace>> {
             .collect();
         handles
             .into_iter()
-            .zip(&set.files)
+            .zip(files)
             .map(|(h, file)| {
                 h.join().unwrap_or_else(|_| {
                     Err(TriageError::input(&file.path, "reader thread panicked"))

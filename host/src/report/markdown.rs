@@ -57,7 +57,11 @@ fn block_lines(block: &Block) -> Vec<String> {
         if headings {
             lines.push(format!("##### {}", section.label));
         }
-        lines.extend(table_lines(&section.table));
+        // A section without rows (an overlap stage with one stream) is only its lines.
+        let has_table = !section.table.rows.is_empty();
+        if has_table {
+            lines.extend(table_lines(&section.table));
+        }
         let trailer: Vec<String> = section
             .summary
             .iter()
@@ -66,7 +70,9 @@ fn block_lines(block: &Block) -> Vec<String> {
             .collect();
         if !trailer.is_empty() {
             // A blank line ends the table; without it the summary would become a row.
-            lines.push(String::new());
+            if has_table {
+                lines.push(String::new());
+            }
             lines.extend(trailer);
         }
     }
@@ -166,14 +172,21 @@ memory takes 12.5% of GPU time (1 kernel).
 - 180 kernels replayed from 1 CUDA graph.
 
 Overlap Opportunity Table
+##### extend/prefill
 | Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |
 | --- | --- | --- | --- | --- | --- | --- |
-| - | - | not computed yet (overlap analysis lands in a later release) | - | - | - | - |
+| P2 | headroom | nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT | python/sglang/srt/layers/linear.py:1360 forward | 27452.8 us, share 38.9%, excl 100.0% / hid 0.0% | high | check deps |
+
+GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
+- single-trace mode: hidden and exclusive times are exact
+
+##### decode
+- one GPU stream (stream 7) ran all 180 GPU ops of this stage: nothing overlaps, so there are no overlap rows
 
 Fuse Opportunity Table
 | Pattern | Confidence | Related GPU time | Share | Evidence kernels | Current kernel Python location | Candidate fused Python path | Rationale |
 | --- | --- | ---: | ---: | --- | --- | --- | --- |
-| not computed yet (fuse analysis lands in a later release) | - | - | - | - | - | - | - |
+| No source-backed fusion pattern matched this trace. | - | - | - | - | - | - | - |
 
 Notes
 - 1 other rank ignored: /p/1761000000.5-TP-1-EXTEND.trace.json.gz
@@ -312,30 +325,91 @@ Notes
         assert!(text.contains("| k | other | 0.12 ms | 0.2% | 1 | a.py:1 f (site share 98%)<br>b.py:2 g (site share 2%) | - |"), "{text}");
     }
 
+    fn fusion(share_pct: f64, evidence: Vec<(&str, f64)>) -> crate::report::model::FusionRow {
+        use crate::report::model::{FusionEvidence, FusionRow};
+        FusionRow {
+            id: "sglang.fused-add-rmsnorm".to_string(),
+            label: "Fused residual add + RMSNorm".to_string(),
+            origin: "sglang".to_string(),
+            status: "mainline".to_string(),
+            pr: None,
+            conclusion: "present".to_string(),
+            confidence: "Confirmed".to_string(),
+            related_gpu_time_us: 10.0 * share_pct,
+            share_pct,
+            evidence: evidence
+                .into_iter()
+                .map(|(kernel, share_pct)| FusionEvidence {
+                    kernel: kernel.to_string(),
+                    gpu_time_us: 10.0 * share_pct,
+                    share_pct,
+                    part: "fused".to_string(),
+                    field: "kernel".to_string(),
+                    pattern: "fused add rms norm".to_string(),
+                })
+                .collect(),
+            python_locations: vec![
+                "python/sglang/srt/layers/layernorm.py:76 forward_cuda".to_string(),
+                "a.py:1 f".to_string(),
+                "b.py:2 g".to_string(),
+                "c.py:3 h".to_string(),
+                "d.py:4 i".to_string(),
+            ],
+            candidate_paths: vec![
+                "python/sglang/srt/layers/layernorm.py".to_string(),
+                "x|y.py".to_string(),
+            ],
+            checked_against: vec![],
+            rationale: "The fused path is present in this trace (7.4% related GPU time)."
+                .to_string(),
+        }
+    }
+
     #[test]
-    fn computed_overlap_and_fuse_rows_replace_the_not_computed_row() {
+    fn computed_fuse_rows_replace_the_empty_row() {
         let k = row("k", "other", 100.0, 1000.0, 1);
         let mut decode = stage("decode", 1000.0, vec![k]);
-        decode.fusions = vec![serde_json::json!({
-            "pattern": "Fused residual add + RMSNorm",
-            "confidence": "Confirmed",
-            "related_gpu_time_us": 1480.0,
-            "share_pct": 7.4,
-            "evidence_kernels": ["void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> (7.4%)"],
-            "current_locations": ["forward_cuda @ python/sglang/srt/layers/layernorm.py:76"],
-            "candidate_paths": ["python/sglang/srt/layers/layernorm.py", "x|y.py"],
-            "rationale": "present",
-        })];
+        decode.fusions = vec![fusion(
+            7.4,
+            vec![
+                (
+                    "void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>",
+                    7.0,
+                ),
+                ("small", 0.4),
+            ],
+        )];
         let text = render(&sample::report(vec![decode]));
         assert!(
             text.contains("Fuse Opportunity Table\n##### decode\n| Pattern |"),
             "{text}"
         );
+        // Evidence keeps rows >= 1%; locations are `func @ path:line`, at most 4.
         assert!(text.contains(
-            "| Fused residual add + RMSNorm | Confirmed | 1.48 ms | 7.4% | void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> (7.4%) | forward_cuda @ python/sglang/srt/layers/layernorm.py:76 | python/sglang/srt/layers/layernorm.py<br>x\\|y.py | present |"
+            "| Fused residual add + RMSNorm | Confirmed | 0.07 ms | 7.4% | void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> (7.0%) | forward_cuda @ python/sglang/srt/layers/layernorm.py:76<br>f @ a.py:1<br>g @ b.py:2<br>h @ c.py:3 | python/sglang/srt/layers/layernorm.py<br>x\\|y.py | The fused path is present in this trace (7.4% related GPU time). |"
         ), "{text}");
-        assert!(!text.contains("fuse analysis lands"), "{text}");
-        assert!(text.contains("overlap analysis lands"), "{text}");
+        assert!(!text.contains(super::super::view::FUSE_NO_MATCH), "{text}");
+    }
+
+    #[test]
+    fn fuse_evidence_falls_back_to_the_first_kernel_and_similarity_is_apart() {
+        use crate::report::model::SimilarityNote;
+        let mut all = stage("all", 1000.0, vec![row("k", "other", 100.0, 1000.0, 1)]);
+        all.fusions = vec![fusion(0.5, vec![("tiny_a", 0.3), ("tiny_b", 0.2)])];
+        all.similarity = vec![SimilarityNote {
+            level: "medium".to_string(),
+            family_id: "vllm.qk-norm-rope".to_string(),
+            family: "vLLM fused QK RMSNorm + RoPE".to_string(),
+            reason: "2 of 3 parts".to_string(),
+        }];
+        let text = render(&sample::report(vec![all]));
+        assert!(
+            text.contains("| 0.01 ms | 0.5% | tiny_a (0.3%) |"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "Similarity Notes (heuristic, not part of the tables)\n- all: Similarity (medium): vLLM fused QK RMSNorm + RoPE (vllm.qk-norm-rope): 2 of 3 parts\n"
+        ), "{text}");
     }
 
     #[test]

@@ -21,6 +21,14 @@ pub struct Report {
     pub stages: Vec<StageReport>,
     /// Notes about the whole run: skipped events, unlinked kernels, other ranks.
     pub notes: Vec<String>,
+    /// Mapping+formal mode: the engine of the mapping traces (`framework` is the formal
+    /// side's). `None` in single-trace mode.
+    pub mapping_framework: Option<FrameworkInfo>,
+    /// Mapping+formal mode: the mapping traces (`inputs` are the formal ones).
+    pub mapping_inputs: Vec<InputInfo>,
+    /// Per stage, what the overlap sweep measured and what the reader should know about
+    /// the overlap rows (`stages[].overlap`), in stage order.
+    pub overlap_stages: Vec<OverlapStage>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -52,9 +60,11 @@ pub struct StageReport {
     /// One line: what dominates the stage.
     pub summary: String,
     pub kernels: Vec<KernelRow>,
-    pub overlap: Vec<serde_json::Value>,
-    pub fusions: Vec<serde_json::Value>,
-    pub similarity: Vec<serde_json::Value>,
+    pub overlap: Vec<OverlapRow>,
+    /// The fuse-pattern table, in selection order (`analyze::fuse`).
+    pub fusions: Vec<FusionRow>,
+    /// At most one heuristic note, kept apart from the tables (`analyze::similarity`).
+    pub similarity: Vec<SimilarityNote>,
     pub notes: Vec<String>,
 }
 
@@ -83,4 +93,118 @@ pub struct SiteShare {
     pub location: String,
     /// Share of this row's GPU time launched from here.
     pub share_pct: f64,
+}
+
+/// One row of the overlap-opportunity table (spec §8.4-§8.7).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OverlapRow {
+    /// Canonical kernel name.
+    pub kernel: String,
+    pub raw_names: Vec<String>,
+    /// `headroom` (mostly exclusive: room to overlap) or `low-roi-hidden` (already
+    /// hidden behind other streams: little to gain).
+    pub verdict: String,
+    /// `P1` (act first) .. `P5`.
+    pub priority: String,
+    /// `path:line function` of the launch, from the mapping trace in mapping+formal
+    /// mode; `None` when unknown (e.g. CUDA-graph replays in single-trace mode).
+    pub python_scope: Option<String>,
+    /// Time another stream was busy while this kernel ran (exact sums of ns).
+    pub hidden_us: f64,
+    /// Time no other stream was busy: `total_us - hidden_us`.
+    pub exclusive_us: f64,
+    /// Part of `hidden_us` during which a compute kernel ran on another stream.
+    pub hidden_by_compute_us: f64,
+    pub total_us: f64,
+    /// The busiest kernels of other streams while this one ran, most time first.
+    pub overlaps_with: Vec<OverlapPartner>,
+    /// `low`, `high` or `unclear`: whether same-stream neighbours depend on it.
+    pub dep_risk: String,
+    /// `try overlap`, `try fusion`, `check deps` or `skip`.
+    pub recommendation: String,
+    /// Id of the matching row of `catalog/overlap.toml`, if any.
+    pub known_path: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OverlapPartner {
+    pub kernel: String,
+    pub overlap_us: f64,
+}
+
+/// What the overlap sweep measured over one stage's GPU work.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OverlapStage {
+    /// Section label, as in `stages[].stage`.
+    pub stage: String,
+    /// Union of the time any GPU op ran; the Formal signal's share is of this.
+    pub busy_us: f64,
+    /// Union of the time two or more streams were busy.
+    pub overlapped_us: f64,
+    /// Gaps between the stage's first GPU start and last GPU end.
+    pub idle_us: f64,
+    /// Time two ops ran at once on one stream, summed over streams.
+    pub same_stream_overlap_us: f64,
+    /// Streams with GPU work.
+    pub streams: usize,
+    /// What the reader should know: caveats, left-out work, joins.
+    pub notes: Vec<String>,
+}
+
+/// One row of the fuse-pattern table: a catalog row that matched the stage.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FusionRow {
+    /// Catalog id, e.g. `sglang.fused-add-rmsnorm`.
+    pub id: String,
+    /// The Pattern column.
+    pub label: String,
+    pub origin: String,
+    /// `mainline`, `upstream` or `inflight` (relative to the origin engine).
+    pub status: String,
+    /// The open upstream PR of an `inflight` row.
+    pub pr: Option<u64>,
+    /// `present` (the fused path ran), `not-fired` (the engine has it, split kernels
+    /// ran), `upstream-only` (only upstream or another engine has it), `open-pr`.
+    pub conclusion: String,
+    /// `Confirmed` or `Candidate`.
+    pub confidence: String,
+    pub related_gpu_time_us: f64,
+    pub share_pct: f64,
+    /// Every related kernel row, active hits first, with the pattern that matched it.
+    pub evidence: Vec<FusionEvidence>,
+    /// Launch sites of the related rows (`path:line function`), first seen first.
+    pub python_locations: Vec<String>,
+    /// Where the fused path lives, repository-relative.
+    pub candidate_paths: Vec<String>,
+    /// `owner/repo@commit:path` of the upstream files the row was checked against.
+    pub checked_against: Vec<String>,
+    /// The conclusion as a sentence, any gate caveat, then the row's rationale.
+    pub rationale: String,
+}
+
+/// A kernel row that made a fuse row match.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct FusionEvidence {
+    /// Canonical kernel name (as in the kernel table).
+    pub kernel: String,
+    pub gpu_time_us: f64,
+    pub share_pct: f64,
+    /// `fused` (active evidence) or `split:<group>`.
+    pub part: String,
+    /// Which field the pattern matched: `kernel`, `cpu_op` or `location`.
+    pub field: String,
+    /// The catalog pattern, as written.
+    pub pattern: String,
+}
+
+/// A heuristic note: a kernel cluster resembles a known fusion without matching it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SimilarityNote {
+    /// `high`, `medium` or `low`.
+    pub level: String,
+    /// The catalog id of the fusion it resembles.
+    pub family_id: String,
+    /// The family's label, for the text line.
+    pub family: String,
+    pub reason: String,
 }

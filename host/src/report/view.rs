@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use super::model::{KernelRow, Report, StageReport};
+use super::model::{
+    FusionEvidence, FusionRow, KernelRow, OverlapRow, OverlapStage, Report, SimilarityNote,
+};
 
 /// The everyday server args worth one header line, in this order. The rest stay in the
 /// JSON output (`server_args`). SGLang spells parallelism `tp_size`, vLLM
@@ -56,17 +58,7 @@ pub const OVERLAP_HEADER: &[&str] = &[
     "Dep risk",
     "Recommendation",
 ];
-/// The keys an overlap row (a JSON object in `StageReport.overlap`) is read by, one per
-/// column of `OVERLAP_HEADER`.
-pub const OVERLAP_KEYS: &[&str] = &[
-    "priority",
-    "verdict",
-    "kernel",
-    "python_scope",
-    "formal_signal",
-    "dep_risk",
-    "recommendation",
-];
+const OVERLAP_ALIGN: &[Align] = &[Align::Left; 7];
 
 pub const FUSE_HEADER: &[&str] = &[
     "Pattern",
@@ -77,18 +69,6 @@ pub const FUSE_HEADER: &[&str] = &[
     "Current kernel Python location",
     "Candidate fused Python path",
     "Rationale",
-];
-/// The keys a fuse row (a JSON object in `StageReport.fusions`) is read by, one per
-/// column of `FUSE_HEADER`. `related_gpu_time_us` and `share_pct` are numbers.
-pub const FUSE_KEYS: &[&str] = &[
-    "pattern",
-    "confidence",
-    "related_gpu_time_us",
-    "share_pct",
-    "evidence_kernels",
-    "current_locations",
-    "candidate_paths",
-    "rationale",
 ];
 const FUSE_ALIGN: &[Align] = &[
     Align::Left,
@@ -101,9 +81,13 @@ const FUSE_ALIGN: &[Align] = &[
     Align::Left,
 ];
 
-pub const OVERLAP_NOT_COMPUTED: &str =
-    "not computed yet (overlap analysis lands in a later release)";
-pub const FUSE_NOT_COMPUTED: &str = "not computed yet (fuse analysis lands in a later release)";
+/// The overlap placeholder row when no stage had GPU work at all.
+pub const OVERLAP_NO_GPU_WORK: &str = "No GPU work to sweep for overlap.";
+/// The fuse placeholder row when no stage matched a catalog row.
+pub const FUSE_NO_MATCH: &str = "No source-backed fusion pattern matched this trace.";
+/// Evidence kernels a fuse row shows (all are in the JSON row), and the share they need.
+const EVIDENCE_SHOWN: usize = 3;
+const EVIDENCE_MIN_SHARE_PCT: f64 = 1.0;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Align {
@@ -172,7 +156,7 @@ pub fn view(report: &Report, min_share_pct: f64) -> View {
         header: header_lines(report),
         blocks: vec![
             kernel_block(report, min_share_pct),
-            overlap_block(report),
+            overlap_block(report, min_share_pct),
             fuse_block(report),
         ],
         similarity: similarity_lines(report),
@@ -181,18 +165,46 @@ pub fn view(report: &Report, min_share_pct: f64) -> View {
 }
 
 fn header_lines(report: &Report) -> Vec<String> {
-    let mut lines = vec![
-        format!("Mode: {}", report.mode),
-        format!("Framework: {}", report.framework.display_name),
-    ];
-    if !report.framework.decided_by.is_empty() {
-        lines.push(format!(
-            "Decided by: {}",
-            report.framework.decided_by.join("; ")
-        ));
+    let mut lines = vec![format!("Mode: {}", report.mode)];
+    let paths = |inputs: &[super::model::InputInfo]| {
+        inputs
+            .iter()
+            .map(|i| i.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match &report.mapping_framework {
+        // Mapping+formal: one framework line when both sides agree (spec CLI §1.5).
+        Some(mapping) => {
+            if mapping.name == report.framework.name {
+                lines.push(format!("Framework: {}", report.framework.display_name));
+            } else {
+                lines.push(format!("Mapping framework: {}", mapping.display_name));
+                lines.push(format!(
+                    "Formal framework: {}",
+                    report.framework.display_name
+                ));
+            }
+            if !report.framework.decided_by.is_empty() {
+                lines.push(format!(
+                    "Decided by: {}",
+                    report.framework.decided_by.join("; ")
+                ));
+            }
+            lines.push(format!("Mapping traces: {}", paths(&report.mapping_inputs)));
+            lines.push(format!("Formal traces: {}", paths(&report.inputs)));
+        }
+        None => {
+            lines.push(format!("Framework: {}", report.framework.display_name));
+            if !report.framework.decided_by.is_empty() {
+                lines.push(format!(
+                    "Decided by: {}",
+                    report.framework.decided_by.join("; ")
+                ));
+            }
+            lines.push(format!("Input traces: {}", paths(&report.inputs)));
+        }
     }
-    let paths: Vec<&str> = report.inputs.iter().map(|i| i.path.as_str()).collect();
-    lines.push(format!("Input traces: {}", paths.join(", ")));
     if let Some(model) = &report.model {
         lines.push(format!("Model: {model}"));
     }
@@ -308,98 +320,194 @@ fn pct_bar_text(pct: f64) -> String {
     }
 }
 
-fn overlap_block(report: &Report) -> Block {
-    json_block(
-        report,
-        "Overlap Opportunity Table",
-        |stage| &stage.overlap,
-        |rows| Table {
-            header: OVERLAP_HEADER,
-            align: &[Align::Left; 7],
-            share_column: None,
-            rows: rows
+/// One section per stage the overlap sweep covered: its rows (or the predecessor's
+/// "no rows cleared the bar" row), then the sweep's busy/overlapped/idle line and its
+/// notes. A stage with one busy stream has no table, only its one-line note.
+fn overlap_block(report: &Report, min_share_pct: f64) -> Block {
+    let sections = report
+        .overlap_stages
+        .iter()
+        .map(|measured| {
+            let rows: &[OverlapRow] = report
+                .stages
                 .iter()
-                .map(|v| json_row(v, OVERLAP_KEYS, None))
-                .collect(),
-        },
-        placeholder_table(OVERLAP_HEADER, &[Align::Left; 7], 2, OVERLAP_NOT_COMPUTED),
+                .find(|s| s.stage == measured.stage)
+                .map_or(&[], |s| s.overlap.as_slice());
+            let table = if !rows.is_empty() {
+                Table {
+                    header: OVERLAP_HEADER,
+                    align: OVERLAP_ALIGN,
+                    share_column: None,
+                    rows: rows
+                        .iter()
+                        .map(|r| overlap_row(r, measured.busy_us))
+                        .collect(),
+                }
+            } else if measured.streams >= 2 {
+                let message = format!(
+                    "No rows cleared the {}% reporting bar.",
+                    pct_bar_text(min_share_pct)
+                );
+                placeholder_table(OVERLAP_HEADER, OVERLAP_ALIGN, 2, &message)
+            } else {
+                Table {
+                    rows: Vec::new(),
+                    ..placeholder_table(OVERLAP_HEADER, OVERLAP_ALIGN, 2, "")
+                }
+            };
+            Section {
+                label: measured.stage.clone(),
+                table,
+                summary: (measured.streams >= 2).then(|| sweep_line(measured)),
+                notes: measured.notes.clone(),
+            }
+        })
+        .collect();
+    Block {
+        title: "Overlap Opportunity Table",
+        sections,
+        placeholder: placeholder_table(OVERLAP_HEADER, OVERLAP_ALIGN, 2, OVERLAP_NO_GPU_WORK),
+    }
+}
+
+fn overlap_row(row: &OverlapRow, busy_us: f64) -> Row {
+    let mut recommendation = vec![row.recommendation.clone()];
+    if let Some(id) = &row.known_path {
+        recommendation.push(format!("known path: {id}"));
+    }
+    Row {
+        cells: vec![
+            vec![row.priority.clone()],
+            vec![row.verdict.clone()],
+            vec![display_kernel_name(&row.kernel)],
+            vec![row
+                .python_scope
+                .clone()
+                .unwrap_or_else(|| "unmapped".to_string())],
+            vec![formal_signal(row, busy_us)],
+            vec![row.dep_risk.clone()],
+            recommendation,
+        ],
+        share_pct: None,
+    }
+}
+
+/// The predecessor's Formal signal cell: `27452.8 us, share 38.9%, excl 100.0% / hid 0.0%`,
+/// the share being of the stage's busy time (the union over streams).
+pub fn formal_signal(row: &OverlapRow, busy_us: f64) -> String {
+    let ratio = |part: f64| {
+        if row.total_us > 0.0 {
+            100.0 * part / row.total_us
+        } else {
+            0.0
+        }
+    };
+    let share = if busy_us > 0.0 {
+        100.0 * row.total_us / busy_us
+    } else {
+        0.0
+    };
+    format!(
+        "{:.1} us, share {:.1}%, excl {:.1}% / hid {:.1}%",
+        row.total_us,
+        share,
+        ratio(row.exclusive_us),
+        ratio(row.hidden_us)
     )
+}
+
+/// `GPU busy 4.06 ms on 2 streams: 0.61 ms overlapped, 0.02 ms idle`.
+fn sweep_line(measured: &OverlapStage) -> String {
+    let mut line = format!(
+        "GPU busy {} on {} streams: {} overlapped, {} idle",
+        gpu_time_text(measured.busy_us),
+        measured.streams,
+        gpu_time_text(measured.overlapped_us),
+        gpu_time_text(measured.idle_us)
+    );
+    if measured.same_stream_overlap_us > 0.0 {
+        line.push_str(&format!(
+            ", {} same-stream overlap",
+            gpu_time_text(measured.same_stream_overlap_us)
+        ));
+    }
+    line
 }
 
 fn fuse_block(report: &Report) -> Block {
-    json_block(
-        report,
-        "Fuse Opportunity Table",
-        |stage| &stage.fusions,
-        |rows| Table {
-            header: FUSE_HEADER,
-            align: FUSE_ALIGN,
-            share_column: Some(3),
-            rows: rows
-                .iter()
-                .map(|v| json_row(v, FUSE_KEYS, Some(3)))
-                .collect(),
-        },
-        placeholder_table(FUSE_HEADER, FUSE_ALIGN, 0, FUSE_NOT_COMPUTED),
-    )
-}
-
-/// A block whose rows are JSON objects (overlap, fuse): one section per stage with rows.
-fn json_block(
-    report: &Report,
-    title: &'static str,
-    rows_of: impl Fn(&StageReport) -> &Vec<Value>,
-    table_of: impl Fn(&[Value]) -> Table,
-    placeholder: Table,
-) -> Block {
     let sections = report
         .stages
         .iter()
-        .filter(|stage| !rows_of(stage).is_empty())
+        .filter(|stage| !stage.fusions.is_empty())
         .map(|stage| Section {
             label: stage.stage.clone(),
-            table: table_of(rows_of(stage)),
+            table: Table {
+                header: FUSE_HEADER,
+                align: FUSE_ALIGN,
+                share_column: Some(3),
+                rows: stage.fusions.iter().map(fuse_row).collect(),
+            },
             summary: None,
             notes: Vec::new(),
         })
         .collect();
     Block {
-        title,
+        title: "Fuse Opportunity Table",
         sections,
-        placeholder,
+        placeholder: placeholder_table(FUSE_HEADER, FUSE_ALIGN, 0, FUSE_NO_MATCH),
     }
 }
 
-/// A table row from a JSON object, one key per column; a missing key reads `-`.
-fn json_row(value: &Value, keys: &[&str], share_column: Option<usize>) -> Row {
-    let cells = keys
+fn fuse_row(row: &FusionRow) -> Row {
+    let dash_if_empty = |cell: Cell| {
+        if cell.is_empty() {
+            vec!["-".to_string()]
+        } else {
+            cell
+        }
+    };
+    Row {
+        cells: vec![
+            vec![row.label.clone()],
+            vec![row.confidence.clone()],
+            vec![gpu_time_text(row.related_gpu_time_us)],
+            vec![share_text(row.share_pct)],
+            dash_if_empty(evidence_lines(row)),
+            dash_if_empty(
+                row.python_locations
+                    .iter()
+                    .take(crate::analyze::fuse::LOCATIONS_SHOWN)
+                    .map(|l| crate::analyze::fuse::location_cell(l))
+                    .collect(),
+            ),
+            dash_if_empty(row.candidate_paths.clone()),
+            vec![row.rationale.clone()],
+        ],
+        share_pct: Some(row.share_pct),
+    }
+}
+
+/// The related kernels at or above 1% share, in evidence order, at most 3; the first
+/// one when none reaches 1%.
+fn evidence_lines(row: &FusionRow) -> Cell {
+    let text = |e: &FusionEvidence| {
+        format!(
+            "{} ({})",
+            display_kernel_name(&e.kernel),
+            share_text(e.share_pct)
+        )
+    };
+    let big: Cell = row
+        .evidence
         .iter()
-        .map(|key| json_cell(key, value.get(*key)))
+        .filter(|e| e.share_pct >= EVIDENCE_MIN_SHARE_PCT)
+        .take(EVIDENCE_SHOWN)
+        .map(text)
         .collect();
-    let share_pct = share_column.and_then(|c| value.get(keys[c])?.as_f64());
-    Row { cells, share_pct }
-}
-
-fn json_cell(key: &str, value: Option<&Value>) -> Cell {
-    match value {
-        None | Some(Value::Null) => vec!["-".to_string()],
-        Some(Value::Number(n)) if key.ends_with("_us") => {
-            vec![gpu_time_text(n.as_f64().unwrap_or(f64::NAN))]
-        }
-        Some(Value::Number(n)) if key.ends_with("_pct") => {
-            vec![share_text(n.as_f64().unwrap_or(f64::NAN))]
-        }
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) if items.is_empty() => vec!["-".to_string()],
-        Some(Value::Array(items)) => items.iter().map(plain_text).collect(),
-        Some(other) => vec![other.to_string()],
-    }
-}
-
-fn plain_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    if big.is_empty() {
+        row.evidence.iter().take(1).map(text).collect()
+    } else {
+        big
     }
 }
 
@@ -438,9 +546,17 @@ fn similarity_lines(report: &Report) -> Vec<String> {
             stage
                 .similarity
                 .iter()
-                .map(move |note| format!("{}: {}", stage.stage, plain_text(note)))
+                .map(move |note| format!("{}: {}", stage.stage, similarity_text(note)))
         })
         .collect()
+}
+
+/// `Similarity (medium): <family> (<id>): <reason>`.
+pub fn similarity_text(note: &SimilarityNote) -> String {
+    format!(
+        "Similarity ({}): {} ({}): {}",
+        note.level, note.family, note.family_id, note.reason
+    )
 }
 
 /// Run notes, then the summary and notes of stages that have no kernel section (they
