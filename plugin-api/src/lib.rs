@@ -12,7 +12,15 @@
 //! released layout (`baseline` modules) to load older plugins through.
 //!
 //! History: 1.0.0 `manifest`, `detect`, `attribution`, `stage_of`; 1.1.0 adds
-//! `fusion_registry` (the plugin's fusion-catalog rows as TOML text).
+//! `fusion_registry` (the plugin's fusion-catalog rows as TOML text); 1.2.0 adds
+//! `capture_plan` and `detect_endpoint` (live capture, see [`capture`]).
+
+pub mod capture;
+
+pub use capture::{
+    Accepted, CapturePlan, CaptureRequest, EndpointEvidence, GenerateApi, HttpCall, HttpMethod,
+    ProbeAnswer, TraceFiles, Workload,
+};
 
 use abi_stable::{
     declare_root_module_statics,
@@ -223,6 +231,14 @@ pub struct FrameworkPlugin {
     /// `catalog/fusions/<origin>.toml` (schema in `catalog/README.md`); empty for none.
     /// Read through the `Option` accessor: a 1.0 plugin has no such field.
     pub fusion_registry: extern "C" fn() -> RResult<RString, RString>,
+    /// Since 1.2.0: the engine's live-capture protocol for `request` at the server that
+    /// gave `evidence`; `RErr` with a one-line reason when it cannot capture (the host
+    /// reports it as a capture failure). Read through the `Option` accessor.
+    pub capture_plan:
+        extern "C" fn(&CaptureRequest, &EndpointEvidence) -> RResult<CapturePlan, RString>,
+    /// Since 1.2.0: a claim that the server behind `evidence` runs this engine;
+    /// `ROk(RNone)` when it is not. Read through the `Option` accessor.
+    pub detect_endpoint: extern "C" fn(&EndpointEvidence) -> RResult<ROption<Claim>, RString>,
 }
 
 impl RootModule for FrameworkPluginRef {
@@ -285,12 +301,76 @@ pub mod baseline_v1_0 {
     }
 }
 
+/// The 1.1.0 root module (`fusion_registry`, before live capture). Frozen like
+/// [`baseline_v1_0`].
+pub mod baseline_v1_1 {
+    use abi_stable::{
+        declare_root_module_statics,
+        library::RootModule,
+        sabi_types::VersionStrings,
+        std_types::{ROption, RResult, RStr, RString},
+        StableAbi,
+    };
+
+    use super::{Attribution, Claim, Manifest, MarkerKind, StageHint, TraceEvidence};
+
+    /// The plugin-API version this layout shipped in.
+    pub const API_VERSION: &str = "1.1.0";
+
+    #[repr(C)]
+    #[derive(StableAbi)]
+    #[sabi(kind(Prefix(prefix_ref = FrameworkPluginRef)))]
+    #[sabi(missing_field(option))]
+    pub struct FrameworkPlugin {
+        pub manifest: extern "C" fn() -> RResult<Manifest, RString>,
+        pub detect: extern "C" fn(&TraceEvidence) -> RResult<ROption<Claim>, RString>,
+        pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
+        #[sabi(last_prefix_field)]
+        pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
+        pub fusion_registry: extern "C" fn() -> RResult<RString, RString>,
+    }
+
+    impl RootModule for FrameworkPluginRef {
+        declare_root_module_statics! {FrameworkPluginRef}
+        const BASE_NAME: &'static str = "llm_triage_plugin";
+        const NAME: &'static str = "llm_triage_plugin";
+        const VERSION_STRINGS: VersionStrings = VersionStrings::new(API_VERSION);
+    }
+
+    impl FrameworkPluginRef {
+        /// This 1.1 module seen through the current layout; the live-capture entry points
+        /// read as absent (`None`).
+        ///
+        /// # Safety
+        /// As [`super::baseline_v1_0::FrameworkPluginRef::upgrade`]: `self` passed the
+        /// checked load against this frozen layout, which prefixes the current one.
+        pub unsafe fn upgrade(self) -> super::FrameworkPluginRef {
+            super::FrameworkPluginRef(unsafe { self.0.cast() })
+        }
+    }
+}
+
 /// What a plugin author implements; [`export_plugin!`] turns it into the root module.
 pub trait EnginePlugin {
     fn manifest() -> Manifest;
     fn detect(evidence: &TraceEvidence) -> Option<Claim>;
     fn attribution() -> Attribution;
     fn stage_of(kind: MarkerKind, text: &str) -> StageHint;
+
+    /// The live-capture protocol (API 1.2). The default refuses: no live capture.
+    fn capture_plan(
+        request: &CaptureRequest,
+        evidence: &EndpointEvidence,
+    ) -> Result<CapturePlan, String> {
+        let _ = (request, evidence);
+        Err("this engine plugin does not support live capture".to_string())
+    }
+
+    /// A verdict on a server's probe answers (API 1.2). The default claims nothing.
+    fn detect_endpoint(evidence: &EndpointEvidence) -> Option<Claim> {
+        let _ = evidence;
+        None
+    }
 }
 
 /// Runs `f`, turning a panic into an error value so it never crosses `extern "C"`.
@@ -357,6 +437,26 @@ macro_rules! export_plugin {
                 })
             }
 
+            extern "C" fn capture_plan(
+                request: &$crate::CaptureRequest,
+                evidence: &$crate::EndpointEvidence,
+            ) -> RResult<$crate::CapturePlan, RString> {
+                match $crate::guarded("capture_plan", || {
+                    <$plugin as $crate::EnginePlugin>::capture_plan(request, evidence)
+                }) {
+                    RResult::ROk(Ok(plan)) => RResult::ROk(plan),
+                    RResult::ROk(Err(reason)) => RResult::RErr(RString::from(reason)),
+                    RResult::RErr(panic) => RResult::RErr(panic),
+                }
+            }
+            extern "C" fn detect_endpoint(
+                evidence: &$crate::EndpointEvidence,
+            ) -> RResult<ROption<$crate::Claim>, RString> {
+                $crate::guarded("detect_endpoint", || {
+                    <$plugin as $crate::EnginePlugin>::detect_endpoint(evidence).into()
+                })
+            }
+
             #[export_root_module]
             pub fn get_library() -> $crate::FrameworkPluginRef {
                 $crate::FrameworkPlugin {
@@ -365,6 +465,8 @@ macro_rules! export_plugin {
                     attribution,
                     stage_of,
                     fusion_registry,
+                    capture_plan,
+                    detect_endpoint,
                 }
                 .leak_into_prefix()
             }

@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use llm_triage_plugin_api::abi_stable::library::lib_header_from_path;
-use llm_triage_plugin_api::{baseline_v1_0, FrameworkPluginRef, PLUGIN_API_VERSION};
+use llm_triage_plugin_api::{baseline_v1_0, baseline_v1_1, FrameworkPluginRef, PLUGIN_API_VERSION};
 
 use super::install::user_plugin_dir;
 use super::{CapabilityCell, Engine, EngineManifest, UpstreamRef};
@@ -181,6 +181,13 @@ pub fn load_file(path: &Path) -> Result<Engine, String> {
             // which is the prefix of the current one; later fields read as `None`.
             unsafe { old.upgrade() }
         }
+        Layout::BaselineV1_1 => {
+            let old = header
+                .init_root_module::<baseline_v1_1::FrameworkPluginRef>()
+                .map_err(abi_error)?;
+            // SAFETY: as above, against the frozen 1.1 layout.
+            unsafe { old.upgrade() }
+        }
     };
     let manifest = (module.manifest())()
         .into_result()
@@ -203,6 +210,9 @@ pub enum Layout {
     Current,
     /// The frozen 1.0 layout: the plugin predates `fusion_registry`.
     BaselineV1_0,
+    /// The frozen 1.1 layout: the plugin predates live capture (`capture_plan`,
+    /// `detect_endpoint`).
+    BaselineV1_1,
 }
 
 /// Which layout a plugin built for `plugin_api` loads through, or why it cannot load:
@@ -222,10 +232,15 @@ pub fn check_api_version(plugin_api: &str) -> Result<Layout, String> {
     if plugin.minor >= host.minor {
         return Ok(Layout::Current);
     }
-    let baseline = semver::Version::parse(baseline_v1_0::API_VERSION)
-        .expect("the baseline's own version parses");
-    if (plugin.major, plugin.minor) == (baseline.major, baseline.minor) {
-        return Ok(Layout::BaselineV1_0);
+    let baselines = [
+        (baseline_v1_0::API_VERSION, Layout::BaselineV1_0),
+        (baseline_v1_1::API_VERSION, Layout::BaselineV1_1),
+    ];
+    for (version, layout) in baselines {
+        let baseline = semver::Version::parse(version).expect("a baseline's own version parses");
+        if (plugin.major, plugin.minor) == (baseline.major, baseline.minor) {
+            return Ok(layout);
+        }
     }
     Err(format!(
         "built for plugin API {plugin}, older than this host's plugin API {host}, and this \
@@ -359,18 +374,20 @@ mod tests {
 
     #[test]
     fn api_versions() {
-        assert_eq!(PLUGIN_API_VERSION, "1.1.0");
+        assert_eq!(PLUGIN_API_VERSION, "1.2.0");
         assert_eq!(check_api_version(PLUGIN_API_VERSION), Ok(Layout::Current));
         assert_eq!(check_api_version("1.7.2"), Ok(Layout::Current));
         assert_eq!(check_api_version("1.0.0"), Ok(Layout::BaselineV1_0));
         assert_eq!(check_api_version("1.0.9"), Ok(Layout::BaselineV1_0));
+        assert_eq!(check_api_version("1.1.0"), Ok(Layout::BaselineV1_1));
+        assert_eq!(check_api_version("1.1.4"), Ok(Layout::BaselineV1_1));
         let major = check_api_version("2.0.0").unwrap_err();
         assert!(
-            major.contains("plugin API 2.0.0") && major.contains("plugin API 1.1.0"),
+            major.contains("plugin API 2.0.0") && major.contains("plugin API 1.2.0"),
             "{major}"
         );
         let old = check_api_version("0.9.0").unwrap_err();
-        assert!(old.contains("0.9.0") && old.contains("1.1.0"), "{old}");
+        assert!(old.contains("0.9.0") && old.contains("1.2.0"), "{old}");
         assert!(check_api_version("one").is_err());
     }
 

@@ -31,7 +31,9 @@
 //!
 //! API 1.1.0 appended `fusion_registry`; `baseline_v1_0` keeps the 1.0.0 layout, and a
 //! 1.0.x plugin loads through it and contributes no fusion rows
-//! (`host/tests/plugin_baseline.rs` loads a real 1.0 cdylib).
+//! (`host/tests/plugin_baseline.rs` loads a real 1.0 cdylib). API 1.2.0 appended
+//! `capture_plan` and `detect_endpoint`; `baseline_v1_1` keeps the 1.1.0 layout, and a
+//! 1.1.x plugin loads through it, keeps its fusion rows and has no live capture.
 
 pub mod install;
 pub mod load;
@@ -40,7 +42,10 @@ pub mod select;
 
 use std::path::PathBuf;
 
-use llm_triage_plugin_api::{FrameworkPluginRef, MarkerKind, StageHint, Support, TraceEvidence};
+use llm_triage_plugin_api::{
+    CapturePlan, CaptureRequest, EndpointEvidence, FrameworkPluginRef, MarkerKind, StageHint,
+    Support, TraceEvidence,
+};
 
 use crate::error::TriageError;
 
@@ -153,6 +158,45 @@ impl Engine {
         };
         let text = self.call(entry())?;
         Ok(Some(text.to_string()).filter(|t| !t.trim().is_empty()))
+    }
+
+    /// The engine's live-capture protocol for `request`. A plugin built before API 1.2, or
+    /// one that declines, is a capture error (exit 5); a panic is a plugin error (exit 6).
+    pub fn capture_plan(
+        &self,
+        request: &CaptureRequest,
+        evidence: &EndpointEvidence,
+    ) -> Result<CapturePlan, TriageError> {
+        let Some(entry) = self.module.capture_plan() else {
+            return Err(TriageError::Capture(format!(
+                "the {} plugin (plugin API {}) predates live capture (plugin API 1.2); capture \
+                 the traces by hand and pass them with --input",
+                self.manifest.display_name, self.manifest.api_version
+            )));
+        };
+        entry(request, evidence).into_result().map_err(|reason| {
+            let reason = reason.to_string();
+            if let Some(usage) = reason.strip_prefix(llm_triage_plugin_api::capture::build::USAGE_PREFIX) {
+                TriageError::Usage(usage.to_string())
+            } else if reason.starts_with("plugin panicked") {
+                TriageError::plugin(self.name(), reason)
+            } else {
+                TriageError::Capture(format!("{} live capture: {reason}", self.manifest.display_name))
+            }
+        })
+    }
+
+    /// The plugin's verdict on a server's probe answers; `None` when it claims nothing or
+    /// predates API 1.2.
+    pub fn detect_endpoint(&self, evidence: &EndpointEvidence) -> Result<Option<Claim>, TriageError> {
+        let Some(entry) = self.module.detect_endpoint() else {
+            return Ok(None);
+        };
+        let claim = self.call(entry(evidence))?;
+        Ok(claim.into_option().map(|c| Claim {
+            score: c.score,
+            evidence: c.evidence.iter().map(|e| e.to_string()).collect(),
+        }))
     }
 
     /// The stage a file path or annotation name marks, by this engine's conventions.

@@ -12,6 +12,8 @@ use llm_triage_plugin_api::{
     PLUGIN_API_VERSION,
 };
 
+mod capture;
+
 pub struct SgLang;
 
 /// Server-args keys SGLang writes (`python/sglang/srt/server_args.py`). TokenSpeed, a
@@ -116,6 +118,17 @@ impl EnginePlugin for SgLang {
             MarkerKind::FilePath => stage_of_file_name(scan::file_name(text)),
             MarkerKind::Annotation => stage_of_annotation(text),
         }
+    }
+
+    fn capture_plan(
+        request: &llm_triage_plugin_api::CaptureRequest,
+        evidence: &llm_triage_plugin_api::EndpointEvidence,
+    ) -> Result<llm_triage_plugin_api::CapturePlan, String> {
+        capture::plan(request, evidence)
+    }
+
+    fn detect_endpoint(evidence: &llm_triage_plugin_api::EndpointEvidence) -> Option<Claim> {
+        capture::detect_endpoint(evidence)
     }
 }
 

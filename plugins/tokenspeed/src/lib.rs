@@ -11,6 +11,8 @@ use llm_triage_plugin_api::{
     PLUGIN_API_VERSION,
 };
 
+mod capture;
+
 pub struct TokenSpeed;
 
 /// Server-args fields only TokenSpeed has (python/tokenspeed/runtime/utils/server_args.py
@@ -107,6 +109,19 @@ impl EnginePlugin for TokenSpeed {
             // TokenSpeed writes no stage annotations into torch traces.
             MarkerKind::Annotation => StageHint::Unknown,
         }
+    }
+
+    fn capture_plan(
+        request: &llm_triage_plugin_api::CaptureRequest,
+        evidence: &llm_triage_plugin_api::EndpointEvidence,
+    ) -> Result<llm_triage_plugin_api::CapturePlan, String> {
+        capture::plan(request, evidence)
+    }
+
+    fn detect_endpoint(
+        evidence: &llm_triage_plugin_api::EndpointEvidence,
+    ) -> Option<llm_triage_plugin_api::Claim> {
+        capture::detect_endpoint(evidence)
     }
 }
 

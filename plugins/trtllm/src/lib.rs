@@ -14,6 +14,8 @@ use llm_triage_plugin_api::{
     PLUGIN_API_VERSION,
 };
 
+mod capture;
+
 pub struct TrtLlm;
 
 impl EnginePlugin for TrtLlm {
@@ -87,6 +89,19 @@ impl EnginePlugin for TrtLlm {
     /// layout), and the executor writes no stage annotations into torch traces.
     fn stage_of(_kind: MarkerKind, _text: &str) -> StageHint {
         StageHint::Unknown
+    }
+
+    fn capture_plan(
+        request: &llm_triage_plugin_api::CaptureRequest,
+        evidence: &llm_triage_plugin_api::EndpointEvidence,
+    ) -> Result<llm_triage_plugin_api::CapturePlan, String> {
+        capture::plan(request, evidence)
+    }
+
+    fn detect_endpoint(
+        evidence: &llm_triage_plugin_api::EndpointEvidence,
+    ) -> Option<llm_triage_plugin_api::Claim> {
+        capture::detect_endpoint(evidence)
     }
 }
 

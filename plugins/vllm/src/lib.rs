@@ -13,6 +13,8 @@ use llm_triage_plugin_api::{
     PLUGIN_API_VERSION,
 };
 
+mod capture;
+
 pub struct Vllm;
 
 impl EnginePlugin for Vllm {
@@ -97,6 +99,19 @@ impl EnginePlugin for Vllm {
             MarkerKind::FilePath => StageHint::Unknown,
             MarkerKind::Annotation => scan::execute_annotation_stage(text),
         }
+    }
+
+    fn capture_plan(
+        request: &llm_triage_plugin_api::CaptureRequest,
+        evidence: &llm_triage_plugin_api::EndpointEvidence,
+    ) -> Result<llm_triage_plugin_api::CapturePlan, String> {
+        capture::plan(request, evidence)
+    }
+
+    fn detect_endpoint(
+        evidence: &llm_triage_plugin_api::EndpointEvidence,
+    ) -> Option<llm_triage_plugin_api::Claim> {
+        capture::detect_endpoint(evidence)
     }
 }
 
