@@ -642,8 +642,8 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
 /// array of rows (every field, patterns as written).
 pub fn list_rows(catalog: &FusionCatalog, json: bool) -> String {
     if json {
-        let mut text = serde_json::to_string_pretty(&catalog.rules)
-            .unwrap_or_else(|_| "[]".to_string());
+        let mut text =
+            serde_json::to_string_pretty(&catalog.rules).unwrap_or_else(|_| "[]".to_string());
         text.push('\n');
         return text;
     }
@@ -683,7 +683,11 @@ pub fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String,
     };
     let patterns = |e: &Evidence| {
         let mut parts = Vec::new();
-        for (field, ps) in [("kernel", &e.kernel), ("cpu_op", &e.cpu_op), ("location", &e.location)] {
+        for (field, ps) in [
+            ("kernel", &e.kernel),
+            ("cpu_op", &e.cpu_op),
+            ("location", &e.location),
+        ] {
             if !ps.is_empty() {
                 let texts: Vec<&str> = ps.iter().map(|p| p.text.as_str()).collect();
                 parts.push(format!("{field}: {}", texts.join(" | ")));
@@ -705,12 +709,19 @@ pub fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String,
             rule.pr.map(|n| format!(" (PR #{n})")).unwrap_or_default()
         ),
         format!("priority: {}", rule.priority),
-        format!("min_share: {}%, likely_share: {}%", rule.min_share, rule.likely_share),
+        format!(
+            "min_share: {}%, likely_share: {}%",
+            rule.min_share, rule.likely_share
+        ),
         format!("subsumes: {}", list(&rule.subsumes)),
         format!("active: {}", patterns(&rule.active)),
     ];
     for group in &rule.split {
-        lines.push(format!("split {}: {}", group.name, patterns(&group.evidence)));
+        lines.push(format!(
+            "split {}: {}",
+            group.name,
+            patterns(&group.evidence)
+        ));
     }
     lines.push(format!(
         "gate: models {}{}, min_tp {}",

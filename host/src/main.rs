@@ -5,7 +5,10 @@ use std::path::Path;
 
 use clap::{CommandFactory, Parser};
 
-use llm_triage::cli::{CatalogCommand, CatalogFormat, Cli, Command, InputMode, OutputFormat, PluginsCommand, TriageArgs};
+use llm_triage::cli::{
+    CatalogCommand, CatalogFormat, Cli, Command, InputMode, OutputFormat, PluginsCommand,
+    TriageArgs,
+};
 use llm_triage::error::{Result, TriageError};
 use llm_triage::exit;
 use llm_triage::plugins;
@@ -55,11 +58,18 @@ fn run_catalog(command: &CatalogCommand, plugin_dirs: &[std::path::PathBuf]) -> 
     use llm_triage::catalog;
     let plugin_set = llm_triage::run::load_plugins(plugin_dirs)?;
     let text = match command {
-        CatalogCommand::List { format, catalog: dir } => {
+        CatalogCommand::List {
+            format,
+            catalog: dir,
+        } => {
             let rows = catalog::load_fusions(dir.as_deref(), &plugin_set)?;
             catalog::list_rows(&rows, *format == CatalogFormat::Json)
         }
-        CatalogCommand::Show { id, format, catalog: dir } => {
+        CatalogCommand::Show {
+            id,
+            format,
+            catalog: dir,
+        } => {
             let rows = catalog::load_fusions(dir.as_deref(), &plugin_set)?;
             catalog::show_row(&rows, id, *format == CatalogFormat::Json)?
         }
