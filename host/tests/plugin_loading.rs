@@ -227,7 +227,10 @@ fn an_incompatible_plugin_api_is_refused_naming_both_versions() {
     let reason = &set.rejected[0].reason;
     assert!(reason.contains("built for plugin API 2.0.0"), "{reason}");
     assert!(
-        reason.contains("this host speaks plugin API 1.0.0"),
+        reason.contains(&format!(
+            "this host speaks plugin API {}",
+            llm_triage_plugin_api::PLUGIN_API_VERSION
+        )),
         "{reason}"
     );
 }
@@ -302,7 +305,8 @@ fn install_refuses_downgrades_and_bad_apis_remove_stays_in_the_user_dir() {
     assert_eq!(
         text,
         format!(
-            "installed sglang 0.1.0 (plugin API 1.0.0) to {}\n",
+            "installed sglang 0.1.0 (plugin API {}) to {}\n",
+            llm_triage_plugin_api::PLUGIN_API_VERSION,
             installed.display()
         )
     );
