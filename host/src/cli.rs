@@ -47,6 +47,12 @@ pub enum Command {
     /// and `--catalog DIR` overrides).
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// Smoke-test a running server: latency statistics and sample answers (JSON);
+    /// exit 5 when a request fails or returns empty text.
+    Probe(crate::capture::cli::ProbeArgs),
+    /// Print an engine's live-capture protocol (environment, start/stop requests, trace
+    /// names) without capturing, e.g. the per-stage TensorRT-LLM run.
+    CapturePlan(crate::capture::cli::CapturePlanArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -169,6 +175,9 @@ pub struct TriageArgs {
     /// No progress bar on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub capture: crate::capture::cli::CaptureArgs,
 }
 
 impl Cli {

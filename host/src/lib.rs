@@ -8,6 +8,7 @@
 //!        --analyze--> Report --report::render--> markdown | text | json
 //! ```
 pub mod analyze;
+pub mod capture;
 pub mod catalog;
 pub mod cli;
 pub mod error;

@@ -6,8 +6,7 @@ use std::path::Path;
 use clap::{CommandFactory, Parser};
 
 use llm_triage::cli::{
-    CatalogCommand, CatalogFormat, Cli, Command, InputMode, OutputFormat, PluginsCommand,
-    TriageArgs,
+    CatalogCommand, CatalogFormat, Cli, Command, OutputFormat, PluginsCommand, TriageArgs,
 };
 use llm_triage::error::{Result, TriageError};
 use llm_triage::exit;
@@ -45,6 +44,23 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Triage(ref args)) => run_triage(args, &cli.plugin_dirs),
         Some(Command::Plugins(ref command)) => run_plugins(command, &cli.plugin_dirs),
         Some(Command::Catalog(ref command)) => run_catalog(command, &cli.plugin_dirs),
+        Some(Command::Probe(ref args)) => {
+            let plugin_set = llm_triage::run::load_plugins(&cli.plugin_dirs)?;
+            let (text, ok) = llm_triage::capture::probe(args, &plugin_set)?;
+            print_stdout(&text)?;
+            if ok {
+                Ok(())
+            } else {
+                Err(TriageError::Capture(format!(
+                    "probe of {}: a request failed or returned empty text (see the JSON above)",
+                    args.url
+                )))
+            }
+        }
+        Some(Command::CapturePlan(ref args)) => {
+            let plugin_set = llm_triage::run::load_plugins(&cli.plugin_dirs)?;
+            print_stdout(&llm_triage::capture::capture_plan_text(args, &plugin_set)?)
+        }
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "llm-triage", &mut std::io::stdout());
@@ -84,20 +100,19 @@ fn run_catalog(command: &CatalogCommand, plugin_dirs: &[std::path::PathBuf]) -> 
 }
 
 fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<()> {
-    let (input, mapping_input) = match args.input_mode().map_err(TriageError::Usage)? {
-        InputMode::Single(input) => (input, None),
-        InputMode::MappingFormal { mapping, formal } => (formal, Some(mapping)),
-    };
     if !(args.min_share.is_finite() && (0.0..=100.0).contains(&args.min_share)) {
         return Err(TriageError::Usage(format!(
             "--min-share must be a percentage between 0 and 100, got {}",
             args.min_share
         )));
     }
+    // Live capture (--url, --mapping-url, --formal-url) first; else the input paths.
+    let inputs =
+        llm_triage::capture::resolve_inputs(args, || llm_triage::run::load_plugins(plugin_dirs))?;
     let request = TriageRequest {
-        input,
-        mapping_input,
-        framework: args.framework.clone(),
+        input: inputs.input,
+        mapping_input: inputs.mapping_input,
+        framework: inputs.framework,
         rank: args.rank,
         min_share_pct: args.min_share,
         kernel_table_limit: args.kernel_table_limit,
@@ -106,7 +121,8 @@ fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<(
         plugin_dirs: plugin_dirs.to_vec(),
         progress: !args.quiet && std::io::stderr().is_terminal(),
     };
-    let report = triage(&request)?;
+    let mut report = triage(&request)?;
+    report.notes.extend(inputs.notes);
     let format = match args.format {
         OutputFormat::Markdown => Format::Markdown,
         OutputFormat::Text => Format::Text,

@@ -176,19 +176,27 @@ impl Engine {
         };
         entry(request, evidence).into_result().map_err(|reason| {
             let reason = reason.to_string();
-            if let Some(usage) = reason.strip_prefix(llm_triage_plugin_api::capture::build::USAGE_PREFIX) {
+            if let Some(usage) =
+                reason.strip_prefix(llm_triage_plugin_api::capture::build::USAGE_PREFIX)
+            {
                 TriageError::Usage(usage.to_string())
             } else if reason.starts_with("plugin panicked") {
                 TriageError::plugin(self.name(), reason)
             } else {
-                TriageError::Capture(format!("{} live capture: {reason}", self.manifest.display_name))
+                TriageError::Capture(format!(
+                    "{} live capture: {reason}",
+                    self.manifest.display_name
+                ))
             }
         })
     }
 
     /// The plugin's verdict on a server's probe answers; `None` when it claims nothing or
     /// predates API 1.2.
-    pub fn detect_endpoint(&self, evidence: &EndpointEvidence) -> Result<Option<Claim>, TriageError> {
+    pub fn detect_endpoint(
+        &self,
+        evidence: &EndpointEvidence,
+    ) -> Result<Option<Claim>, TriageError> {
         let Some(entry) = self.module.detect_endpoint() else {
             return Ok(None);
         };
