@@ -8,7 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use llm_triage_plugin_api::{MarkerKind, StageHint};
 
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
-use crate::analyze::kernels::{kernel_tables, KernelTableOptions, StagedTrace};
+use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::analyze::overlap::known::load_known_paths;
 use crate::analyze::overlap::{
@@ -136,14 +136,11 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
         min_share_pct: request.min_share_pct,
         limit: request.kernel_table_limit,
     };
-    let stages = kernel_tables(&staged, &formal.locator, &families, &options);
+    // Rows are summed once; the fuse matcher sees every row, the table only those above
+    // the cut (small split kernels are fusion evidence).
+    let (stages, every_row) =
+        kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
     let stages = {
-        // The fuse matcher sees every kernel row, not only those above the share bar.
-        let every_option = KernelTableOptions {
-            min_share_pct: 0.0,
-            limit: 0,
-        };
-        let every_row = kernel_tables(&staged, &formal.locator, &families, &every_option);
         let all_traces: Vec<&Trace> = traces.iter().chain(&mapping_traces).collect();
         let facts = run_facts(server_args, &all_traces);
         let fuse_input = FuseInput {

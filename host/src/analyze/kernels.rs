@@ -50,6 +50,38 @@ pub fn kernel_tables(
     families: &FamilyRules,
     opts: &KernelTableOptions,
 ) -> Vec<StageReport> {
+    accumulate_stages(inputs, locator)
+        .into_iter()
+        .map(|(stage, acc)| acc.into_report(stage, families, opts))
+        .collect()
+}
+
+/// The cut tables of [`kernel_tables`] and, from the same sums, every row of every
+/// stage: the fuse matcher needs the small split kernels the cut hides.
+pub fn kernel_tables_with_every_row(
+    inputs: &[StagedTrace<'_>],
+    locator: &Locator,
+    families: &FamilyRules,
+    opts: &KernelTableOptions,
+) -> (Vec<StageReport>, Vec<StageReport>) {
+    let uncut = KernelTableOptions {
+        min_share_pct: 0.0,
+        limit: 0,
+    };
+    accumulate_stages(inputs, locator)
+        .into_iter()
+        .map(|(stage, acc)| {
+            let every = acc.clone().into_report(stage, families, &uncut);
+            (acc.into_report(stage, families, opts), every)
+        })
+        .unzip()
+}
+
+/// Sums every trace's GPU ops into per-stage rows, in stage order.
+fn accumulate_stages(
+    inputs: &[StagedTrace<'_>],
+    locator: &Locator,
+) -> Vec<(Stage, StageAccumulator)> {
     let mut stages: HashMap<Stage, StageAccumulator> = HashMap::new();
     for input in inputs {
         accumulate_trace(input, locator, &mut stages);
@@ -57,13 +89,10 @@ pub fn kernel_tables(
     let mut ordered: Vec<(Stage, StageAccumulator)> = stages.into_iter().collect();
     ordered.sort_by_key(|(stage, _)| stage.order());
     ordered
-        .into_iter()
-        .map(|(stage, acc)| acc.into_report(stage, families, opts))
-        .collect()
 }
 
 /// One kernel row while it is being summed.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct RowAccumulator {
     /// Order of first appearance in the stage, to break time ties.
     first_seen: usize,
@@ -74,7 +103,7 @@ struct RowAccumulator {
     cpu_op_counts: HashMap<String, u64>,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct StageAccumulator {
     total_ns: Ns,
     rows: HashMap<String, RowAccumulator>,
