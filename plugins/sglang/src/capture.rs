@@ -137,6 +137,58 @@ fn parse_version(text: &str) -> Option<(u64, u64, u64)> {
     ))
 }
 
+/// A claim on a server: its `/server_info` (or `/get_server_info`) carries SGLang's
+/// server args (and no TokenSpeed-only key), or `/v1/models` says `owned_by: sglang`.
+pub fn detect_endpoint(evidence: &EndpointEvidence) -> Option<llm_triage_plugin_api::Claim> {
+    use llm_triage_plugin_api::scan::{best_claim, Signal};
+    use llm_triage_plugin_api::score;
+    let mut signals = Vec::new();
+    for path in ["/server_info", "/get_server_info"] {
+        let Some(body) = evidence.ok_body(path) else {
+            continue;
+        };
+        let Ok(serde_json::Value::Object(info)) = serde_json::from_str::<serde_json::Value>(body)
+        else {
+            continue;
+        };
+        if crate::TOKENSPEED_ONLY_KEYS
+            .iter()
+            .any(|k| info.contains_key(*k))
+        {
+            return None;
+        }
+        let keys: Vec<&str> = crate::SGLANG_ARG_KEYS
+            .iter()
+            .chain(["internal_states", "tokenizer_path"].iter())
+            .copied()
+            .filter(|k| info.contains_key(*k))
+            .collect();
+        if keys.len() >= 2 {
+            signals.push(Signal {
+                score: score::SERVER_ARGS + keys.len() as u32,
+                evidence: format!("{path} has SGLang server args ({})", keys.join(", ")),
+            });
+        }
+    }
+    if let Some(owner) = models_owner(evidence).filter(|o| o == "sglang") {
+        signals.push(Signal {
+            score: score::ANNOTATIONS,
+            evidence: format!("/v1/models owned_by {owner}"),
+        });
+    }
+    best_claim(signals)
+}
+
+/// `data[0].owned_by` of `/v1/models`.
+pub fn models_owner(evidence: &EndpointEvidence) -> Option<String> {
+    let body: serde_json::Value = serde_json::from_str(evidence.ok_body("/v1/models")?).ok()?;
+    body.get("data")?
+        .get(0)?
+        .get("owned_by")?
+        .as_str()
+        .map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,56 +277,4 @@ mod tests {
         assert_eq!(parse_version("v0.6"), Some((0, 6, 0)));
         assert_eq!(parse_version("dev"), None);
     }
-}
-
-/// A claim on a server: its `/server_info` (or `/get_server_info`) carries SGLang's
-/// server args (and no TokenSpeed-only key), or `/v1/models` says `owned_by: sglang`.
-pub fn detect_endpoint(evidence: &EndpointEvidence) -> Option<llm_triage_plugin_api::Claim> {
-    use llm_triage_plugin_api::scan::{best_claim, Signal};
-    use llm_triage_plugin_api::score;
-    let mut signals = Vec::new();
-    for path in ["/server_info", "/get_server_info"] {
-        let Some(body) = evidence.ok_body(path) else {
-            continue;
-        };
-        let Ok(serde_json::Value::Object(info)) = serde_json::from_str::<serde_json::Value>(body)
-        else {
-            continue;
-        };
-        if crate::TOKENSPEED_ONLY_KEYS
-            .iter()
-            .any(|k| info.contains_key(*k))
-        {
-            return None;
-        }
-        let keys: Vec<&str> = crate::SGLANG_ARG_KEYS
-            .iter()
-            .chain(["internal_states", "tokenizer_path"].iter())
-            .copied()
-            .filter(|k| info.contains_key(*k))
-            .collect();
-        if keys.len() >= 2 {
-            signals.push(Signal {
-                score: score::SERVER_ARGS + keys.len() as u32,
-                evidence: format!("{path} has SGLang server args ({})", keys.join(", ")),
-            });
-        }
-    }
-    if let Some(owner) = models_owner(evidence).filter(|o| o == "sglang") {
-        signals.push(Signal {
-            score: score::ANNOTATIONS,
-            evidence: format!("/v1/models owned_by {owner}"),
-        });
-    }
-    best_claim(signals)
-}
-
-/// `data[0].owned_by` of `/v1/models`.
-pub fn models_owner(evidence: &EndpointEvidence) -> Option<String> {
-    let body: serde_json::Value = serde_json::from_str(evidence.ok_body("/v1/models")?).ok()?;
-    body.get("data")?
-        .get(0)?
-        .get("owned_by")?
-        .as_str()
-        .map(str::to_string)
 }

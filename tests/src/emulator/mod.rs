@@ -629,8 +629,8 @@ fn finish(config: &Config, state: &Mutex<State>, active: Active, auto: bool) {
 }
 
 fn stage_of(steps: &[StageKind]) -> StageKind {
-    let extend = steps.iter().any(|k| *k == StageKind::Extend);
-    let decode = steps.iter().any(|k| *k == StageKind::Decode);
+    let extend = steps.contains(&StageKind::Extend);
+    let decode = steps.contains(&StageKind::Decode);
     match (extend, decode) {
         (true, false) => StageKind::Extend,
         (false, true) => StageKind::Decode,
