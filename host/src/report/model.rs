@@ -1,12 +1,12 @@
 //! The `Report` value: the single thing every renderer sees, so every output format
 //! shows the same facts. Serialised as-is for `--format json` (schema in the README).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bumped on any incompatible change of the JSON shape.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Report {
     pub schema_version: u32,
     pub tool_version: String,
@@ -31,7 +31,7 @@ pub struct Report {
     pub overlap_stages: Vec<OverlapStage>,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct FrameworkInfo {
     pub name: String,
     pub display_name: String,
@@ -41,7 +41,7 @@ pub struct FrameworkInfo {
     pub decided_by: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct InputInfo {
     pub path: String,
     pub rank: Option<u32>,
@@ -51,7 +51,7 @@ pub struct InputInfo {
     pub gpu_events: u64,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct StageReport {
     /// Section label: `extend/prefill`, `decode` or `all`.
     pub stage: String,
@@ -68,7 +68,7 @@ pub struct StageReport {
     pub notes: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct KernelRow {
     /// Canonical name (parameter list cut, addresses masked), demangled.
     pub name: String,
@@ -87,7 +87,7 @@ pub struct KernelRow {
     pub cpu_ops: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SiteShare {
     /// `path:line function`, or `unresolved`.
     pub location: String,
@@ -96,7 +96,7 @@ pub struct SiteShare {
 }
 
 /// One row of the overlap-opportunity table (spec §8.4-§8.7).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct OverlapRow {
     /// Canonical kernel name.
     pub kernel: String,
@@ -126,14 +126,14 @@ pub struct OverlapRow {
     pub known_path: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct OverlapPartner {
     pub kernel: String,
     pub overlap_us: f64,
 }
 
 /// What the overlap sweep measured over one stage's GPU work.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct OverlapStage {
     /// Section label, as in `stages[].stage`.
     pub stage: String,
@@ -152,7 +152,7 @@ pub struct OverlapStage {
 }
 
 /// One row of the fuse-pattern table: a catalog row that matched the stage.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct FusionRow {
     /// Catalog id, e.g. `sglang.fused-add-rmsnorm`.
     pub id: String,
@@ -183,7 +183,7 @@ pub struct FusionRow {
 }
 
 /// A kernel row that made a fuse row match.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct FusionEvidence {
     /// Canonical kernel name (as in the kernel table).
     pub kernel: String,
@@ -198,7 +198,7 @@ pub struct FusionEvidence {
 }
 
 /// A heuristic note: a kernel cluster resembles a known fusion without matching it.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SimilarityNote {
     /// `high`, `medium` or `low`.
     pub level: String,
