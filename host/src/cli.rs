@@ -22,6 +22,8 @@ Exit codes:
     name = "llm-triage",
     version,
     args_conflicts_with_subcommands = true,
+    // The predecessor (argparse) took unambiguous prefixes: `--inp` for `--input`.
+    infer_long_args = true,
     after_help = EXIT_CODES_HELP
 )]
 pub struct Cli {
@@ -36,9 +38,12 @@ pub struct Cli {
     pub plugin_dirs: Vec<PathBuf>,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Triage a trace (the default; the word may be left out).
+    #[command(infer_long_args = true)]
     Triage(TriageArgs),
     /// List, inspect, install and check engine plugins.
     #[command(subcommand)]
@@ -58,6 +63,54 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Bundle saved triage reports (text, markdown or --format json) of many models and
+    /// engines into one markdown document, grouped by model.
+    #[command(infer_long_args = true)]
+    Bundle(BundleArgs),
+    /// Run a plugin's text tool, e.g. `tool trtllm py-executor-override --source F
+    /// --output F`; without a tool name, list the tools.
+    Tool(ToolArgs),
+    /// Print the man page (roff), or write one page per command into a directory.
+    Man {
+        /// Write llm-triage.1 and llm-triage-<command>.1 into DIR instead of printing.
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BundleArgs {
+    /// Scan DIR recursively for analysis_*.txt, analysis_*.md and analysis_*.json; the
+    /// first directory below DIR is the model id.
+    #[arg(long, value_name = "DIR")]
+    pub analysis_root: Option<PathBuf>,
+    /// A report to include, as PATH or LABEL=PATH (repeatable); without a label the
+    /// file's directory name is the model id.
+    #[arg(long, value_name = "[LABEL=]PATH")]
+    pub analysis_file: Vec<String>,
+    /// Document title.
+    #[arg(long, value_name = "TEXT", default_value = crate::bundle::DEFAULT_TITLE)]
+    pub title: String,
+    /// Write the bundle to FILE (parent directories created) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Leave out the table of contents.
+    #[arg(long, visible_alias = "no-include-toc", overrides_with = "include_toc")]
+    pub no_toc: bool,
+    /// Include the table of contents (the default; the predecessor's spelling).
+    #[arg(long, hide = true, overrides_with = "no_toc")]
+    pub include_toc: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ToolArgs {
+    /// The plugin that provides the tool (name or alias); none: list every plugin's tools.
+    pub plugin: Option<String>,
+    /// The tool; none: list the plugin's tools.
+    pub tool: Option<String>,
+    /// The tool's own arguments, e.g. --source FILE --output FILE.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -175,6 +228,20 @@ pub struct TriageArgs {
     /// No progress bar on stderr.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    /// A log of the run that produced the trace (repeatable). It and every *.log beside
+    /// the traces are checked for the diffusers-backend fallback (exit 3).
+    #[arg(long, value_name = "FILE")]
+    pub run_log: Vec<PathBuf>,
+
+    /// Analyse only GPU work whose trace pid contains TEXT (the predecessor's flag; e.g.
+    /// one rank of a merged trace).
+    #[arg(long, value_name = "TEXT")]
+    pub pid_substring: Option<String>,
+
+    /// The predecessor's spelling of leaving --merge-profiles off (the default).
+    #[arg(long, hide = true, overrides_with = "merge_profiles")]
+    pub no_merge_profiles: bool,
 
     #[command(flatten)]
     pub capture: crate::capture::cli::CaptureArgs,

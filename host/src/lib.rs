@@ -8,12 +8,17 @@
 //!        --analyze--> Report --report::render--> markdown | text | json
 //! ```
 pub mod analyze;
+pub mod bundle;
 pub mod capture;
 pub mod catalog;
 pub mod cli;
+pub mod compat;
 pub mod error;
 pub mod exit;
+pub mod gate;
+pub mod manpage;
 pub mod plugins;
 pub mod report;
 pub mod run;
+pub mod tools;
 pub mod trace;

@@ -66,6 +66,40 @@ fn run(cli: Cli) -> Result<()> {
             clap_complete::generate(shell, &mut cmd, "llm-triage", &mut std::io::stdout());
             Ok(())
         }
+        Some(Command::Bundle(ref args)) => run_bundle(args),
+        Some(Command::Tool(ref args)) => {
+            let plugin_set = llm_triage::run::load_plugins(&cli.plugin_dirs)?;
+            print_stdout(&llm_triage::tools::run(args, &plugin_set)?)
+        }
+        Some(Command::Man { ref output_dir }) => match output_dir {
+            Some(dir) => print_stdout(&llm_triage::manpage::write_pages(dir)?),
+            None => print_stdout(&llm_triage::manpage::page()?),
+        },
+    }
+}
+
+/// `bundle`: saved reports into one markdown document, to stdout or `--output`.
+fn run_bundle(args: &llm_triage::cli::BundleArgs) -> Result<()> {
+    use llm_triage::bundle;
+    let request = bundle::BundleRequest {
+        analysis_root: args.analysis_root.clone(),
+        analysis_files: args.analysis_file.clone(),
+        title: args.title.clone(),
+        include_toc: !args.no_toc,
+        generated_at: bundle::generation_time(),
+    };
+    let text = bundle::bundle(&request)?;
+    match &args.output {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| TriageError::Output {
+                    path: dir.to_path_buf(),
+                    message: format!("cannot create directory: {e}"),
+                })?;
+            }
+            write_atomically(path, text.as_bytes())
+        }
+        None => print_stdout(&text),
     }
 }
 
@@ -120,6 +154,8 @@ fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<(
         catalog: args.catalog.clone(),
         plugin_dirs: plugin_dirs.to_vec(),
         progress: !args.quiet && std::io::stderr().is_terminal(),
+        run_logs: args.run_log.clone(),
+        pid_substring: args.pid_substring.clone().filter(|p| !p.is_empty()),
     };
     let mut report = triage(&request)?;
     report.notes.extend(inputs.notes);

@@ -44,6 +44,11 @@ pub struct TriageRequest {
     pub plugin_dirs: Vec<PathBuf>,
     /// Show a progress bar on stderr while reading.
     pub progress: bool,
+    /// `--run-log`: logs checked for the diffusers-backend fallback, with every `*.log`
+    /// beside the traces (`gate`).
+    pub run_logs: Vec<PathBuf>,
+    /// `--pid-substring`: keep only GPU ops whose pid contains this (`compat`).
+    pub pid_substring: Option<String>,
 }
 
 /// Files smaller than this read too fast for a progress bar to help.
@@ -104,6 +109,7 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
         Some(path) => Some(discover(path, request.rank)?),
         None => None,
     };
+    check_run_logs(request, &traces_set, mapping_set.as_ref())?;
     let plugin_set = load_plugins(&request.plugin_dirs)?;
     let fusion_catalog = load_fusions(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
@@ -112,6 +118,12 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
     let mut read = read_sets(&sets, request.progress)?.into_iter();
     let traces = read.next().unwrap_or_default();
     let mapping_traces = read.next().unwrap_or_default();
+    crate::gate::check_frames(&traces)?;
+    crate::gate::check_frames(&mapping_traces)?;
+    let (traces, mut pid_notes) = keep_pids(traces, request.pid_substring.as_deref())?;
+    let (mapping_traces, mapping_pid_notes) =
+        keep_pids(mapping_traces, request.pid_substring.as_deref())?;
+    pid_notes.extend(mapping_pid_notes);
 
     let formal = prepare(&plugin_set, &request.framework, &traces_set, &traces)?;
     let selection = &formal.selection;
@@ -176,6 +188,7 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
     notes.extend(read_notes(&traces));
     notes.extend(read_notes(&mapping_traces));
     notes.extend(plugin_notes(&plugin_set));
+    notes.extend(pid_notes);
 
     Ok(Report {
         schema_version: SCHEMA_VERSION,
@@ -199,6 +212,35 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
             .unwrap_or_default(),
         overlap_stages,
     })
+}
+
+/// The diffusion-backend gate over `--run-log` and the logs beside the traces.
+fn check_run_logs(
+    request: &TriageRequest,
+    traces: &TraceSet,
+    mapping: Option<&TraceSet>,
+) -> Result<()> {
+    let mut dirs = Vec::new();
+    for set in std::iter::once(traces).chain(mapping) {
+        let files: Vec<&Path> = set.files.iter().map(|f| f.path.as_path()).collect();
+        dirs.extend(crate::gate::log_dirs(&set.input, &files));
+    }
+    crate::gate::check_logs(&request.run_logs, &dirs)
+}
+
+/// `--pid-substring` over every trace, with one note per trace.
+fn keep_pids(traces: Vec<Trace>, needle: Option<&str>) -> Result<(Vec<Trace>, Vec<String>)> {
+    let Some(needle) = needle else {
+        return Ok((traces, Vec::new()));
+    };
+    let mut kept = Vec::with_capacity(traces.len());
+    let mut notes = Vec::new();
+    for trace in traces {
+        let (trace, note) = crate::compat::keep_pids(trace, needle)?;
+        kept.push(trace);
+        notes.push(note);
+    }
+    Ok((kept, notes))
 }
 
 fn framework_info(selection: &plugins::Selection<'_>) -> FrameworkInfo {

@@ -1,0 +1,638 @@
+//! `llm-triage bundle`: saved triage reports of many models and engines in one markdown
+//! document (the predecessor's `render_triage_markdown_bundle.py`, spec §5.3).
+//!
+//! Reports are found under `--analysis-root` (every `analysis_*.txt|md|json`, any depth)
+//! and named with `--analysis-file [LABEL=]PATH`. They are grouped by model id, one
+//! section per model, one sub-section per report, engines in a fixed order. Saved text
+//! and markdown reports (ours or the predecessor's) are kept as they are, with the table
+//! titles turned into headings; our JSON reports are rendered as markdown.
+//!
+//! Fixed against the predecessor (spec §11.23): the model id of a file under the root is
+//! the first directory below the root, not the file's parent directory name (so
+//! `<model>/vllm_formal/analysis_vllm_live.txt` stays with its model); the glob is
+//! `analysis_*`, as documented; contents links use GitHub's anchor rules, duplicates
+//! included.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, TriageError};
+use crate::report::{self, Format, Report, SCHEMA_VERSION};
+
+/// The document title when `--title` is not given (the predecessor's).
+pub const DEFAULT_TITLE: &str = "Unified LLM Torch Profiler Triage Bundle";
+
+/// The report extensions a root scan picks up.
+const REPORT_EXTENSIONS: &[&str] = &["txt", "md", "json"];
+
+/// Replaces a report with nothing in it.
+const EMPTY_REPORT: &str = "_Empty analysis output._";
+
+/// Report lines that become level-4 headings.
+const SECTION_TITLES: &[&str] = &[
+    "Triage View",
+    "Kernel Table",
+    "Overlap Opportunity Table",
+    "Fuse Opportunity Table",
+];
+
+/// Engines in the order their reports appear within a model; anything else follows.
+const ENGINE_ORDER: &[&str] = &["SGLang", "vLLM", "TensorRT-LLM", "TokenSpeed"];
+
+/// What to bundle, and how.
+#[derive(Clone, Debug)]
+pub struct BundleRequest {
+    /// Scanned recursively for `analysis_*.{txt,md,json}`.
+    pub analysis_root: Option<PathBuf>,
+    /// `PATH` or `LABEL=PATH`, in the order given.
+    pub analysis_files: Vec<String>,
+    pub title: String,
+    pub include_toc: bool,
+    /// Seconds since the Unix epoch, for the `Generated on` line.
+    pub generated_at: u64,
+}
+
+/// A report file and the model id it is filed under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub label: String,
+    pub path: PathBuf,
+}
+
+/// One report, read and normalised.
+#[derive(Clone, Debug, PartialEq)]
+struct Section {
+    label: String,
+    path: PathBuf,
+    engine: String,
+    model: Option<String>,
+    body: String,
+}
+
+/// The whole bundle as markdown, ending in exactly one newline.
+pub fn bundle(request: &BundleRequest) -> Result<String> {
+    let entries = entries(request)?;
+    let sections = entries
+        .iter()
+        .map(read_section)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(render(
+        &request.title,
+        request.include_toc,
+        request.generated_at,
+        &sections,
+    ))
+}
+
+/// Every report to bundle: the root's, then the explicit ones. Missing files are one error.
+pub fn entries(request: &BundleRequest) -> Result<Vec<Entry>> {
+    if request.analysis_root.is_none() && request.analysis_files.is_empty() {
+        return Err(TriageError::Usage(
+            "Provide at least one of --analysis-root or --analysis-file.".to_string(),
+        ));
+    }
+    let mut entries = Vec::new();
+    if let Some(root) = &request.analysis_root {
+        entries.extend(root_entries(root)?);
+    }
+    let explicit: Vec<Entry> = request
+        .analysis_files
+        .iter()
+        .map(|spec| explicit_entry(spec))
+        .collect();
+    let missing: Vec<&Entry> = explicit.iter().filter(|e| !e.path.is_file()).collect();
+    if let Some(first) = missing.first() {
+        let others: Vec<String> = missing[1..]
+            .iter()
+            .map(|e| e.path.display().to_string())
+            .collect();
+        let message = if others.is_empty() {
+            "missing analysis file".to_string()
+        } else {
+            format!(
+                "missing analysis file (also missing: {})",
+                others.join(", ")
+            )
+        };
+        return Err(TriageError::input(&first.path, message));
+    }
+    entries.extend(explicit);
+    if entries.is_empty() {
+        let root = request.analysis_root.as_deref().unwrap_or(Path::new("."));
+        return Err(TriageError::input(
+            root,
+            "No analysis files found (looked for analysis_*.txt, analysis_*.md, analysis_*.json)",
+        ));
+    }
+    Ok(entries)
+}
+
+/// `LABEL=PATH` or `PATH`. A whole argument that names an existing file is a path even
+/// if it holds `=`. Without a label, the file's parent directory names the model.
+pub fn explicit_entry(spec: &str) -> Entry {
+    let as_path = PathBuf::from(spec);
+    let (label, path) = match spec.split_once('=') {
+        Some((label, path)) if !label.is_empty() && !as_path.is_file() => {
+            (Some(label.to_string()), PathBuf::from(path))
+        }
+        _ => (None, as_path),
+    };
+    let path = std::path::absolute(&path).unwrap_or(path);
+    let label = label.unwrap_or_else(|| {
+        path.parent()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "analysis".to_string())
+    });
+    Entry { label, path }
+}
+
+/// Every `analysis_*` report under `root`, in path order, labelled by the first directory
+/// below the root (files directly in the root: the root's own name).
+pub fn root_entries(root: &Path) -> Result<Vec<Entry>> {
+    if !root.is_dir() {
+        return Err(TriageError::input(
+            root,
+            "--analysis-root is not a directory",
+        ));
+    }
+    let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let mut files = Vec::new();
+    walk(&root, &mut files)?;
+    files.sort();
+    let root_name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "analysis".to_string());
+    Ok(files
+        .into_iter()
+        .map(|path| {
+            let relative = path.strip_prefix(&root).unwrap_or(&path);
+            let mut components = relative.components();
+            let first = components.next();
+            let label = match (first, components.next()) {
+                (Some(dir), Some(_)) => dir.as_os_str().to_string_lossy().into_owned(),
+                _ => root_name.clone(),
+            };
+            Entry { label, path }
+        })
+        .collect())
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| TriageError::input(dir, format!("cannot list directory: {e}")))?;
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| TriageError::input(dir, format!("cannot list directory: {e}")))?;
+        let path = entry.path();
+        // Symlinked directories are not followed (no loops); symlinked files are read.
+        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if is_dir {
+            walk(&path, files)?;
+        } else if is_report_name(&path) && path.is_file() {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// `analysis_<anything>.txt|md|json`.
+pub fn is_report_name(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let extension_ok = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| REPORT_EXTENSIONS.contains(&e.to_lowercase().as_str()));
+    name.starts_with("analysis_") && extension_ok
+}
+
+/// The engine a file name names (lower-cased, first match), as the predecessor read it.
+pub fn engine_from_file_name(path: &Path) -> Option<&'static str> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if name.contains("sglang") {
+        Some("SGLang")
+    } else if name.contains("vllm") {
+        Some("vLLM")
+    } else if name.contains("trtllm") || name.contains("tensorrt") {
+        Some("TensorRT-LLM")
+    } else if name.contains("tokenspeed") || name.contains("token-speed") {
+        Some("TokenSpeed")
+    } else {
+        None
+    }
+}
+
+fn read_section(entry: &Entry) -> Result<Section> {
+    let bytes = std::fs::read(&entry.path)
+        .map_err(|e| TriageError::input(&entry.path, format!("cannot read: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| TriageError::input(&entry.path, "report is not UTF-8 text"))?;
+    let is_json_file = entry
+        .path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let looks_like_json = text.trim_start().starts_with('{') && text.contains("\"schema_version\"");
+    let from_name = engine_from_file_name(&entry.path);
+    if is_json_file || looks_like_json {
+        match json_report(&text) {
+            Ok(report) => {
+                let body = normalize(&report::render(&report, Format::Markdown, false));
+                return Ok(Section {
+                    label: entry.label.clone(),
+                    path: entry.path.clone(),
+                    engine: report.framework.display_name.clone(),
+                    model: report.model.clone(),
+                    body,
+                });
+            }
+            Err(reason) if is_json_file => return Err(TriageError::input(&entry.path, reason)),
+            Err(_) => {} // A text report that happens to start with `{`.
+        }
+    }
+    let engine = from_name
+        .map(str::to_string)
+        .or_else(|| line_value(&text, "Framework: "))
+        .unwrap_or_else(|| "other".to_string());
+    Ok(Section {
+        label: entry.label.clone(),
+        path: entry.path.clone(),
+        engine,
+        model: line_value(&text, "Model: "),
+        body: normalize(&text),
+    })
+}
+
+/// Our `--format json` report, or why the text is not one.
+fn json_report(text: &str) -> std::result::Result<Report, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let version = value.get("schema_version").and_then(|v| v.as_u64());
+    match version {
+        Some(v) if v == SCHEMA_VERSION as u64 => {}
+        Some(v) => {
+            return Err(format!(
+                "JSON report has schema_version {v}; this llm-triage reads schema_version {SCHEMA_VERSION}"
+            ))
+        }
+        None => {
+            return Err(
+                "JSON without schema_version is not an llm-triage report (--format json)"
+                    .to_string(),
+            )
+        }
+    }
+    serde_json::from_value(value).map_err(|e| format!("not an llm-triage JSON report: {e}"))
+}
+
+/// The rest of the first line that starts with `prefix`, trimmed; `None` when absent or empty.
+fn line_value(text: &str, prefix: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.trim_end_matches('\r').strip_prefix(prefix))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// A report as bundle text: line ends, colour codes and outer blank lines gone, the table
+/// titles as headings; the aligned tables of `--format text` fenced so they stay aligned.
+pub fn normalize(text: &str) -> String {
+    let text = strip_ansi(&text.replace("\r\n", "\n"));
+    let text = text.trim();
+    if text.is_empty() {
+        return EMPTY_REPORT.to_string();
+    }
+    let markdown = text.lines().any(is_markdown_rule);
+    let mut out: Vec<String> = Vec::new();
+    let mut fenced = false;
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let line = line.trim_end();
+        if fenced && line.is_empty() {
+            out.push("```".to_string());
+            fenced = false;
+        }
+        if SECTION_TITLES.contains(&line) {
+            out.push(format!("#### {line}"));
+            continue;
+        }
+        if !markdown && !fenced {
+            if let Some(stage) = text_stage_heading(line) {
+                out.push(format!("##### {stage}"));
+                continue;
+            }
+            // A text table: a header line followed by its dashed rule.
+            if lines.get(i + 1).is_some_and(|next| is_text_rule(next)) && !line.is_empty() {
+                out.push("```text".to_string());
+                fenced = true;
+            }
+        }
+        out.push(line.to_string());
+    }
+    if fenced {
+        out.push("```".to_string());
+    }
+    out.join("\n")
+}
+
+/// `| --- | ---: |`: the rule under a markdown table header.
+fn is_markdown_rule(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with('|')
+        && line.contains("---")
+        && line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+}
+
+/// `-----  ---`: the rule under a `--format text` table header.
+fn is_text_rule(line: &str) -> bool {
+    let line = line.trim_end();
+    line.starts_with("---") && line.chars().all(|c| c == '-' || c == ' ')
+}
+
+/// `[extend/prefill]` (a `--format text` stage line) -> `extend/prefill`.
+fn text_stage_heading(line: &str) -> Option<&str> {
+    let inner = line.strip_prefix('[')?.strip_suffix(']')?;
+    matches!(inner, "extend/prefill" | "decode" | "all").then_some(inner)
+}
+
+/// Removes ANSI escape sequences (`ESC [ ... letter`), for reports saved from a terminal.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The model's heading: the longest `Model:` any of its reports names, else the label.
+fn display_name(label: &str, sections: &[&Section]) -> String {
+    let mut best: Option<&str> = None;
+    for model in sections.iter().filter_map(|s| s.model.as_deref()) {
+        if best.is_none_or(|b| model.chars().count() > b.chars().count()) {
+            best = Some(model);
+        }
+    }
+    best.unwrap_or(label).to_string()
+}
+
+fn engine_rank(engine: &str) -> usize {
+    if engine == "other" {
+        return ENGINE_ORDER.len() + 1;
+    }
+    ENGINE_ORDER
+        .iter()
+        .position(|e| *e == engine)
+        .unwrap_or(ENGINE_ORDER.len())
+}
+
+/// The document: title, date, contents, then one section per model.
+fn render(title: &str, include_toc: bool, generated_at: u64, sections: &[Section]) -> String {
+    // Group by label, keeping each label's reports.
+    let mut labels: Vec<&str> = Vec::new();
+    let mut groups: HashMap<&str, Vec<&Section>> = HashMap::new();
+    for s in sections {
+        if !groups.contains_key(s.label.as_str()) {
+            labels.push(&s.label);
+        }
+        groups.entry(&s.label).or_default().push(s);
+    }
+    let mut models: Vec<(String, &str)> = labels
+        .iter()
+        .map(|l| (display_name(l, &groups[l]), *l))
+        .collect();
+    models.sort_by(|a, b| {
+        (a.0.to_lowercase(), a.1.to_lowercase()).cmp(&(b.0.to_lowercase(), b.1.to_lowercase()))
+    });
+
+    let mut slugger = Slugger::default();
+    slugger.slug(title);
+    if include_toc {
+        slugger.slug("Contents");
+    }
+    let mut toc = Vec::new();
+    let mut body = Vec::new();
+    for (display, label) in &models {
+        toc.push(format!("- [{display}](#{})", slugger.slug(display)));
+        body.push(format!("## {display}"));
+        body.push(String::new());
+        body.push(format!("Model id: `{label}`"));
+        body.push(String::new());
+        let mut reports = groups[label].clone();
+        reports.sort_by(|a, b| {
+            (engine_rank(&a.engine), file_name(&a.path), &a.path).cmp(&(
+                engine_rank(&b.engine),
+                file_name(&b.path),
+                &b.path,
+            ))
+        });
+        for report in reports {
+            slugger.slug(&report.engine);
+            body.push(format!("### {}", report.engine));
+            body.push(String::new());
+            body.push(format!("Source: `{}`", report.path.display()));
+            body.push(String::new());
+            for line in report.body.lines() {
+                if let Some(text) = heading_text(line) {
+                    slugger.slug(text);
+                }
+            }
+            body.push(report.body.clone());
+            body.push(String::new());
+        }
+    }
+    let mut doc = vec![
+        format!("# {title}"),
+        String::new(),
+        format!("_Generated on {}_", utc_text(generated_at)),
+        String::new(),
+    ];
+    if include_toc {
+        doc.push("## Contents".to_string());
+        doc.push(String::new());
+        doc.extend(toc);
+        doc.push(String::new());
+    }
+    doc.extend(body);
+    doc.join("\n").trim_end().to_string() + "\n"
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The text of an ATX heading line (`#` to `######`, then a space); fenced code is not
+/// tracked because the bodies fence only tables, which hold no `#` lines at the start.
+fn heading_text(line: &str) -> Option<&str> {
+    let hashes = line.bytes().take_while(|b| *b == b'#').count();
+    if !(1..=6).contains(&hashes) {
+        return None;
+    }
+    line[hashes..].strip_prefix(' ').map(str::trim)
+}
+
+/// GitHub's heading anchors: lower case; every character that is not a letter, digit,
+/// space, `-` or `_` dropped; each space a `-`; the n-th repeat of an anchor gets `-n`.
+#[derive(Default)]
+pub struct Slugger {
+    seen: HashMap<String, usize>,
+}
+
+impl Slugger {
+    pub fn slug(&mut self, heading: &str) -> String {
+        let base: String = heading
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let mut slug = base.clone();
+        while self.seen.contains_key(&slug) {
+            let count = self.seen.entry(base.clone()).or_insert(0);
+            *count += 1;
+            slug = format!("{base}-{count}");
+        }
+        self.seen.insert(slug.clone(), 0);
+        slug
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch.
+pub fn utc_text(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil: the proleptic Gregorian date of a day count.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// The time a bundle says it was generated: `SOURCE_DATE_EPOCH` when set (reproducible
+/// builds), else now.
+pub fn generation_time() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_utc_civil() {
+        // python3: datetime.fromtimestamp(t, timezone.utc)
+        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_text(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc_text(1_798_761_599), "2026-12-31 23:59:59 UTC");
+        assert_eq!(utc_text(1_761_000_012), "2025-10-20 22:40:12 UTC");
+    }
+
+    #[test]
+    fn slugs_follow_github() {
+        let mut s = Slugger::default();
+        assert_eq!(s.slug("Qwen/Qwen3-8B"), "qwenqwen3-8b");
+        assert_eq!(
+            s.slug("deepseek-ai/DeepSeek-V3.2"),
+            "deepseek-aideepseek-v32"
+        );
+        assert_eq!(s.slug("Kernel Table"), "kernel-table");
+        assert_eq!(s.slug("Kernel Table"), "kernel-table-1");
+        assert_eq!(s.slug("Kernel Table"), "kernel-table-2");
+        assert_eq!(s.slug("kernel-table-1"), "kernel-table-1-1");
+        assert_eq!(s.slug("A  b"), "a--b");
+        assert_eq!(s.slug("extend/prefill"), "extendprefill");
+    }
+
+    #[test]
+    fn engines_from_names() {
+        let name = |n: &str| engine_from_file_name(Path::new(n));
+        assert_eq!(name("analysis_sglang.txt"), Some("SGLang"));
+        assert_eq!(name("analysis_vllm_live.txt"), Some("vLLM"));
+        assert_eq!(name("analysis_TensorRT.txt"), Some("TensorRT-LLM"));
+        assert_eq!(name("analysis_token-speed.md"), Some("TokenSpeed"));
+        assert_eq!(name("analysis_lmdeploy.txt"), None);
+        assert!(is_report_name(Path::new("/x/analysis_vllm.json")));
+        assert!(!is_report_name(Path::new("/x/analysis.txt")));
+        assert!(!is_report_name(Path::new("/x/analysis_vllm.log")));
+    }
+
+    #[test]
+    fn normalising_markdown_and_text_reports() {
+        assert_eq!(normalize(" \r\n \n"), EMPTY_REPORT);
+        let md = "Triage View\r\nMode: single-trace\r\n\r\nKernel Table\r\n##### decode\r\n| a | b |\r\n| --- | ---: |\r\n| x | 1 |\r\n";
+        assert_eq!(
+            normalize(md),
+            "#### Triage View\nMode: single-trace\n\n#### Kernel Table\n##### decode\n| a | b |\n| --- | ---: |\n| x | 1 |"
+        );
+        let text = "\x1b[1mKernel Table\x1b[0m\n[decode]\nKernel  Share\n------  -----\nk1      50.0%\n\nsummary line";
+        assert_eq!(
+            normalize(text),
+            "#### Kernel Table\n##### decode\n```text\nKernel  Share\n------  -----\nk1      50.0%\n```\n\nsummary line"
+        );
+    }
+
+    #[test]
+    fn explicit_entries_take_label_or_parent() {
+        let e = explicit_entry("my-model=/no/such/dir/analysis_sglang.txt");
+        assert_eq!(e.label, "my-model");
+        assert_eq!(e.path, PathBuf::from("/no/such/dir/analysis_sglang.txt"));
+        let e = explicit_entry("/runs/qwen3/analysis_vllm.txt");
+        assert_eq!(e.label, "qwen3");
+    }
+
+    #[test]
+    fn display_name_prefers_the_longest_model() {
+        let section = |model: Option<&str>| Section {
+            label: "m".into(),
+            path: PathBuf::from("/m/analysis_sglang.txt"),
+            engine: "SGLang".into(),
+            model: model.map(String::from),
+            body: String::new(),
+        };
+        let a = section(Some("Qwen3-8B"));
+        let b = section(Some("Qwen/Qwen3-8B"));
+        let c = section(None);
+        assert_eq!(display_name("m", &[&a, &b, &c]), "Qwen/Qwen3-8B");
+        assert_eq!(display_name("m", &[&c]), "m");
+    }
+}
