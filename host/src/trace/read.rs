@@ -64,6 +64,12 @@ fn read_trace_in_chunks(
     outcome.map_err(|fail| TriageError::input(path, fail.message(&stream)))?;
     let mut trace = builder.finish();
     trace.json_bytes = json_bytes;
+    if trace.event_count == 0 {
+        return Err(TriageError::input(
+            path,
+            "not a torch.profiler trace: it holds no events",
+        ));
+    }
     if trace.event_count > 0 && trace.skipped.malformed == trace.event_count {
         return Err(TriageError::input(
             path,
@@ -89,6 +95,17 @@ struct Source {
 }
 
 fn open_source(path: &Path) -> Result<Source, TriageError> {
+    // Opening a named pipe waits for a writer, forever if none comes; and the magic-byte
+    // check below seeks, which pipes and devices cannot. So only plain files are read.
+    let kind = std::fs::metadata(path)
+        .map_err(|e| TriageError::input(path, open_message(&e)))?
+        .file_type();
+    if let Some(what) = special_file(&kind) {
+        return Err(TriageError::input(
+            path,
+            format!("not a regular file ({what}); pass the trace file itself"),
+        ));
+    }
     let mut file = File::open(path).map_err(|e| TriageError::input(path, open_message(&e)))?;
     if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(TriageError::input(path, "is a directory, not a trace file"));
@@ -123,6 +140,20 @@ fn open_source(path: &Path) -> Result<Source, TriageError> {
         consumed,
         gzip,
     })
+}
+
+/// What a file that is neither a plain file nor a directory is.
+fn special_file(kind: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        Some("a named pipe")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else {
+        None
+    }
 }
 
 fn open_message(e: &io::Error) -> String {
@@ -235,6 +266,14 @@ impl Read for ThreadedReader {
 
 /// Bytes read per refill.
 const CHUNK: usize = 2 << 20;
+
+/// An event larger than this is not retried on the in-place fast path (see
+/// `parse_event_in_place`).
+const IN_PLACE_LIMIT: usize = 4 * CHUNK;
+
+/// Longer names are no kernel, op or frame name (real ones stay under 2 KiB); such an
+/// event is counted as malformed instead of costing every later step its length.
+const MAX_NAME_BYTES: usize = 64 << 10;
 
 /// A window over the uncompressed document, decoded to text once as it arrives (so
 /// serde never re-validates UTF-8 string by string): `text[pos..]` is unread; text
@@ -810,7 +849,9 @@ fn parse_event_in_place(stream: &mut ByteStream, builder: &mut TraceBuilder) -> 
             Some(Err(e)) => e.classify() == serde_json::error::Category::Eof,
             None => true,
         };
-        if !needs_more || !stream.fill()? {
+        // Each retry parses the event from its start again: past a few chunks (a huge
+        // string inside), the linear scanner path takes over.
+        if !needs_more || stream.unread().len() > IN_PLACE_LIMIT || !stream.fill()? {
             return Ok(false);
         }
     }
@@ -1373,6 +1414,10 @@ impl TraceBuilder {
     }
 
     fn add_event(&mut self, ev: RawEvent) {
+        if ev.name.as_ref().is_some_and(|n| n.0.len() > MAX_NAME_BYTES) {
+            self.trace.skipped.malformed += 1;
+            return;
+        }
         let ph = ev.ph.as_ref().map(|t| t.0.as_ref());
         match ph {
             Some("X") => self.add_complete(ev),
@@ -1901,7 +1946,7 @@ mod tests {
     #[test]
     fn python_repr_metadata_and_keys_after_events() {
         let t = read_text(
-            r#"{"traceEvents": [], "deviceProperties": "[{'id': 0, 'name': 'AMD Instinct MI300X', 'x': 1}, {'id': 1, 'name': 'AMD Instinct MI300X'}]",
+            r#"{"traceEvents": [{"ph": "i"}], "deviceProperties": "[{'id': 0, 'name': 'AMD Instinct MI300X', 'x': 1}, {'id': 1, 'name': 'AMD Instinct MI300X'}]",
                "distributedInfo": "{'backend': 'nccl', 'rank': 3, 'world_size': 8, 'pg_config': [{'ranks': [0, 1]}]}",
                "with_stack": true, "big": {"a": [1, {"b": "]}"}]}}"#,
         )
@@ -1919,7 +1964,7 @@ mod tests {
                 "big"
             ]
         );
-        assert_eq!(t.event_count, 0);
+        assert_eq!(t.event_count, 1);
     }
 
     const KERNEL: &str = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.5, "dur": 2.25, "args": {"stream": 7, "correlation": 5, "External id": "9"}}"#;
@@ -1998,6 +2043,41 @@ mod tests {
     }
 
     #[test]
+    fn names_past_the_limit_are_malformed_events() {
+        let long = "k".repeat(MAX_NAME_BYTES + 1);
+        let text = format!(
+            r#"[{KERNEL}, {{"ph": "X", "cat": "kernel", "name": "{long}", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {{"stream": 7}}}}]"#
+        );
+        // Tiny chunks too: the event spans many refills.
+        for chunk in [CHUNK, 4096] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.json");
+            std::fs::write(&path, &text).unwrap();
+            let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+            assert_eq!((t.event_count, t.gpu_ops.len()), (2, 1));
+            assert_eq!(t.skipped.malformed, 1);
+        }
+    }
+
+    #[test]
+    fn named_pipes_and_devices_are_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("p.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        let err = read_error(&fifo);
+        assert!(
+            err.ends_with("p.json: not a regular file (a named pipe); pass the trace file itself"),
+            "{err}"
+        );
+        let err = read_error(Path::new("/dev/null"));
+        assert!(
+            err.ends_with("not a regular file (a device); pass the trace file itself"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn not_a_trace() {
         let cases = [
             ("", "not a torch.profiler trace: the file is empty"),
@@ -2025,6 +2105,11 @@ mod tests {
             (
                 "[1, 2, 3]",
                 "not a torch.profiler trace: none of its 3 events is an event object",
+            ),
+            ("[]", "not a torch.profiler trace: it holds no events"),
+            (
+                r#"{"traceEvents": [], "x": 1}"#,
+                "not a torch.profiler trace: it holds no events",
             ),
         ];
         for (text, want) in cases {
