@@ -13,14 +13,17 @@
 //!
 //! History: 1.0.0 `manifest`, `detect`, `attribution`, `stage_of`; 1.1.0 adds
 //! `fusion_registry` (the plugin's fusion-catalog rows as TOML text); 1.2.0 adds
-//! `capture_plan` and `detect_endpoint` (live capture, see [`capture`]).
+//! `capture_plan` and `detect_endpoint` (live capture, see [`capture`]); 1.3.0 adds
+//! `tools` (named text transforms, see [`tools`]).
 
 pub mod capture;
+pub mod tools;
 
 pub use capture::{
     Accepted, CapturePlan, CaptureRequest, EndpointEvidence, GenerateApi, HttpCall, HttpMethod,
     ProbeAnswer, TraceFiles, Workload,
 };
+pub use tools::{ToolBox, ToolFile, ToolOutput, ToolSpec};
 
 use abi_stable::{
     declare_root_module_statics,
@@ -239,6 +242,9 @@ pub struct FrameworkPlugin {
     /// Since 1.2.0: a claim that the server behind `evidence` runs this engine;
     /// `ROk(RNone)` when it is not. Read through the `Option` accessor.
     pub detect_endpoint: extern "C" fn(&EndpointEvidence) -> RResult<ROption<Claim>, RString>,
+    /// Since 1.3.0: the plugin's text tools (`llm-triage tool`), possibly none. Read
+    /// through the `Option` accessor.
+    pub tools: extern "C" fn() -> RResult<ToolBox, RString>,
 }
 
 impl RootModule for FrameworkPluginRef {
@@ -350,6 +356,59 @@ pub mod baseline_v1_1 {
     }
 }
 
+/// The 1.2.0 root module (live capture, before tools). Frozen like [`baseline_v1_0`].
+pub mod baseline_v1_2 {
+    use abi_stable::{
+        declare_root_module_statics,
+        library::RootModule,
+        sabi_types::VersionStrings,
+        std_types::{ROption, RResult, RStr, RString},
+        StableAbi,
+    };
+
+    use super::{
+        Attribution, CapturePlan, CaptureRequest, Claim, EndpointEvidence, Manifest, MarkerKind,
+        StageHint, TraceEvidence,
+    };
+
+    /// The plugin-API version this layout shipped in.
+    pub const API_VERSION: &str = "1.2.0";
+
+    #[repr(C)]
+    #[derive(StableAbi)]
+    #[sabi(kind(Prefix(prefix_ref = FrameworkPluginRef)))]
+    #[sabi(missing_field(option))]
+    pub struct FrameworkPlugin {
+        pub manifest: extern "C" fn() -> RResult<Manifest, RString>,
+        pub detect: extern "C" fn(&TraceEvidence) -> RResult<ROption<Claim>, RString>,
+        pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
+        #[sabi(last_prefix_field)]
+        pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
+        pub fusion_registry: extern "C" fn() -> RResult<RString, RString>,
+        pub capture_plan:
+            extern "C" fn(&CaptureRequest, &EndpointEvidence) -> RResult<CapturePlan, RString>,
+        pub detect_endpoint: extern "C" fn(&EndpointEvidence) -> RResult<ROption<Claim>, RString>,
+    }
+
+    impl RootModule for FrameworkPluginRef {
+        declare_root_module_statics! {FrameworkPluginRef}
+        const BASE_NAME: &'static str = "llm_triage_plugin";
+        const NAME: &'static str = "llm_triage_plugin";
+        const VERSION_STRINGS: VersionStrings = VersionStrings::new(API_VERSION);
+    }
+
+    impl FrameworkPluginRef {
+        /// This 1.2 module seen through the current layout; `tools` reads as absent (`None`).
+        ///
+        /// # Safety
+        /// As [`super::baseline_v1_0::FrameworkPluginRef::upgrade`]: `self` passed the
+        /// checked load against this frozen layout, which prefixes the current one.
+        pub unsafe fn upgrade(self) -> super::FrameworkPluginRef {
+            super::FrameworkPluginRef(unsafe { self.0.cast() })
+        }
+    }
+}
+
 /// What a plugin author implements; [`export_plugin!`] turns it into the root module.
 pub trait EnginePlugin {
     fn manifest() -> Manifest;
@@ -370,6 +429,18 @@ pub trait EnginePlugin {
     fn detect_endpoint(evidence: &EndpointEvidence) -> Option<Claim> {
         let _ = evidence;
         None
+    }
+
+    /// The plugin's text tools (API 1.3). The default offers none.
+    fn tools() -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    /// Runs the tool `name` on `inputs` (one [`ToolFile`] per input flag of its spec);
+    /// `Err` with a one-line reason when the input is not recognised.
+    fn run_tool(name: &str, inputs: &[ToolFile]) -> Result<ToolOutput, String> {
+        let _ = inputs;
+        Err(format!("this plugin has no tool named {name:?}"))
     }
 }
 
@@ -457,6 +528,27 @@ macro_rules! export_plugin {
                 })
             }
 
+            extern "C" fn run_tool(
+                name: RStr<'_>,
+                inputs: RSlice<'_, $crate::ToolFile>,
+            ) -> RResult<$crate::ToolOutput, RString> {
+                match $crate::guarded("run_tool", || {
+                    <$plugin as $crate::EnginePlugin>::run_tool(name.as_str(), inputs.as_slice())
+                }) {
+                    RResult::ROk(Ok(output)) => RResult::ROk(output),
+                    RResult::ROk(Err(reason)) => RResult::RErr(RString::from(reason)),
+                    RResult::RErr(panic) => RResult::RErr(panic),
+                }
+            }
+            extern "C" fn tools() -> RResult<$crate::ToolBox, RString> {
+                $crate::guarded("tools", || $crate::ToolBox {
+                    tools: <$plugin as $crate::EnginePlugin>::tools()
+                        .into_iter()
+                        .collect(),
+                    run: run_tool,
+                })
+            }
+
             #[export_root_module]
             pub fn get_library() -> $crate::FrameworkPluginRef {
                 $crate::FrameworkPlugin {
@@ -467,6 +559,7 @@ macro_rules! export_plugin {
                     fusion_registry,
                     capture_plan,
                     detect_endpoint,
+                    tools,
                 }
                 .leak_into_prefix()
             }
@@ -479,7 +572,7 @@ macro_rules! export_plugin {
 pub mod __private {
     pub use abi_stable::export_root_module;
     pub use abi_stable::prefix_type::PrefixTypeTrait;
-    pub use abi_stable::std_types::{ROption, RResult, RStr, RString};
+    pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString};
 }
 
 /// Small constructors that keep plugin code readable.

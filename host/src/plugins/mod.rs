@@ -33,7 +33,9 @@
 //! 1.0.x plugin loads through it and contributes no fusion rows
 //! (`host/tests/plugin_baseline.rs` loads a real 1.0 cdylib). API 1.2.0 appended
 //! `capture_plan` and `detect_endpoint`; `baseline_v1_1` keeps the 1.1.0 layout, and a
-//! 1.1.x plugin loads through it, keeps its fusion rows and has no live capture.
+//! 1.1.x plugin loads through it, keeps its fusion rows and has no live capture. API
+//! 1.3.0 appended `tools`; `baseline_v1_2` keeps the 1.2.0 layout, and a 1.2.x plugin
+//! loads through it with live capture and no tools.
 
 pub mod install;
 pub mod load;
@@ -42,9 +44,10 @@ pub mod select;
 
 use std::path::PathBuf;
 
+use llm_triage_plugin_api::abi_stable::std_types::RSlice;
 use llm_triage_plugin_api::{
     CapturePlan, CaptureRequest, EndpointEvidence, FrameworkPluginRef, MarkerKind, StageHint,
-    Support, TraceEvidence,
+    Support, ToolFile, ToolOutput, ToolSpec, TraceEvidence,
 };
 
 use crate::error::TriageError;
@@ -205,6 +208,40 @@ impl Engine {
             score: c.score,
             evidence: c.evidence.iter().map(|e| e.to_string()).collect(),
         }))
+    }
+
+    /// The plugin's text tools; none when it offers none or predates plugin API 1.3.
+    pub fn tools(&self) -> Result<Vec<ToolSpec>, TriageError> {
+        let Some(entry) = self.module.tools() else {
+            return Ok(Vec::new());
+        };
+        Ok(self.call(entry())?.tools.into_iter().collect())
+    }
+
+    /// Runs the tool `name` on `inputs`. The plugin's refusal comes back as `Ok(Err(reason))`
+    /// (the caller names the input it refers to); a panic is a plugin error (exit 6).
+    pub fn run_tool(
+        &self,
+        name: &str,
+        inputs: &[ToolFile],
+    ) -> Result<Result<ToolOutput, String>, TriageError> {
+        let Some(entry) = self.module.tools() else {
+            return Err(TriageError::plugin(
+                self.name(),
+                format!(
+                    "plugin API {} predates tools (plugin API 1.3)",
+                    self.manifest.api_version
+                ),
+            ));
+        };
+        let toolbox = self.call(entry())?;
+        match (toolbox.run)(name.into(), RSlice::from_slice(inputs)).into_result() {
+            Ok(output) => Ok(Ok(output)),
+            Err(reason) if reason.starts_with("plugin panicked") => {
+                Err(TriageError::plugin(self.name(), reason.to_string()))
+            }
+            Err(reason) => Ok(Err(reason.to_string())),
+        }
     }
 
     /// The stage a file path or annotation name marks, by this engine's conventions.

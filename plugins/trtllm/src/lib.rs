@@ -15,6 +15,7 @@ use llm_triage_plugin_api::{
 };
 
 mod capture;
+pub mod py_executor;
 
 pub struct TrtLlm;
 
@@ -102,6 +103,20 @@ impl EnginePlugin for TrtLlm {
         evidence: &llm_triage_plugin_api::EndpointEvidence,
     ) -> Option<llm_triage_plugin_api::Claim> {
         capture::detect_endpoint(evidence)
+    }
+
+    fn tools() -> Vec<llm_triage_plugin_api::ToolSpec> {
+        vec![py_executor::spec()]
+    }
+
+    fn run_tool(
+        name: &str,
+        inputs: &[llm_triage_plugin_api::ToolFile],
+    ) -> Result<llm_triage_plugin_api::ToolOutput, String> {
+        match name {
+            py_executor::TOOL => py_executor::run(inputs),
+            other => Err(format!("the trtllm plugin has no tool named {other:?}")),
+        }
     }
 }
 
