@@ -1,50 +1,107 @@
 #!/usr/bin/env bash
-# Benchmark: the whole triage (read + link + stage + kernel table + render) on a big
-# trace, against `zcat` of the same file, in one run, alternating.
+# Benchmark: the whole triage (read + link + stage + all tables + render) on a big trace,
+# against `zcat` of the same file, in one run, alternating.
 #
-#   scripts/bench.sh [SIZE_MB] [RUNS]        (defaults: 200 MB of JSON, 3 runs)
+#   scripts/bench.sh [SIZE_MB] [RUNS]      one size (defaults: 200 MB of JSON, 3 runs)
+#   scripts/bench.sh --scaling [RUNS]      100, 300 and 1000 MB: a table of time and memory
 #
-# It tiles the real B200 vLLM trace from ../shared/traces to SIZE_MB of JSON (timestamps
-# shifted per copy), gzips it, then times `zcat FILE > /dev/null` and
-# `llm-triage --framework vllm --input FILE --format json > /dev/null` with
+# Options (before the sizes): --source FILE tiles another trace (default: the B200 vLLM
+# trace in ../shared/traces); --keep DIR leaves the tiled traces there.
+#
+# The trace is tiled to SIZE_MB million bytes of JSON (timestamps and every linking id
+# shifted per copy: correlation, External id, Python id/parent id, flow ids; see
+# host/examples/support/tile.rs) and gzip-compressed at the fast level. Then, RUNS times
+# each, alternating: `zcat FILE > /dev/null` and
+# `llm-triage --framework vllm --input FILE --format json > /dev/null`, under
 # /usr/bin/time. Prints the median wall time of each, their ratio, the triage's
-# throughput in MB/s of uncompressed JSON, and its peak RSS as a fraction of the JSON.
+# throughput in MB/s of JSON, and its peak RSS as a fraction of the JSON size.
+# Other work on the machine shifts both times alike; compare the ratio, not seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-size_mb=${1:-200}
-runs=${2:-3}
+
+source_trace=../shared/traces/AMD-AGI__TraceLens__eager_trace.json.gz
+keep=""
+while [[ $# -gt 0 && $1 == --* && $1 != --scaling ]]; do
+    case $1 in
+    --source) source_trace=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+scaling=false
+if [[ ${1:-} == --scaling ]]; then
+    scaling=true
+    shift
+    sizes=(100 300 1000)
+    runs=${1:-3}
+else
+    sizes=("${1:-200}")
+    runs=${2:-3}
+fi
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+dir=${keep:-$work}
+mkdir -p "$dir"
 
-cargo build --release --workspace -q
-# bench_read writes big.json and big.json.gz into --keep DIR (and measures the reader alone).
-cargo run --release -q -p llm-triage --example bench_read -- --size-mb "$size_mb" --keep "$work" >&2
-json="$work/big.json"
-gz="$work/big.json.gz"
-json_bytes=$(stat -c %s "$json")
+cargo build --release -q
+cargo build --release -q -p llm-triage --example tile_trace
+triage=./target/release/llm-triage
 
-timed() { # prints "wall_seconds max_rss_kb" of the command
+timed() { # appends "wall_seconds max_rss_kb" of the command to file $1
+    local out=$1
+    shift
     /usr/bin/time -f "%e %M" -o "$work/time" "$@" > /dev/null 2> "$work/stderr" || {
         cat "$work/stderr" >&2
         exit 1
     }
-    cat "$work/time"
+    cat "$work/time" >> "$out"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-: > "$work/zcat.txt"
-: > "$work/triage.txt"
-for _ in $(seq "$runs"); do
-    timed zcat "$gz" >> "$work/zcat.txt"
-    timed ./target/release/llm-triage --framework vllm --input "$gz" --format json >> "$work/triage.txt"
+# Runs one size; prints its report and appends a row to $work/rows.
+bench_size() {
+    local size_mb=$1
+    local gz="$dir/tiled-${size_mb}MB.json.gz"
+    read -r json_bytes gz_bytes copies events < <(
+        ./target/release/examples/tile_trace --size-mb "$size_mb" --out "$gz" \
+            --source "$source_trace"
+    )
+    : > "$work/zcat.txt"
+    : > "$work/triage.txt"
+    for _ in $(seq "$runs"); do
+        timed "$work/zcat.txt" zcat "$gz"
+        timed "$work/triage.txt" "$triage" --framework vllm --input "$gz" --format json
+    done
+    local zcat_s triage_s rss_kb
+    zcat_s=$(cut -d' ' -f1 "$work/zcat.txt" | median)
+    triage_s=$(cut -d' ' -f1 "$work/triage.txt" | median)
+    rss_kb=$(cut -d' ' -f2 "$work/triage.txt" | sort -n | tail -1)
+    echo "runs (wall s max-RSS-KB): zcat   $(paste -sd';' "$work/zcat.txt")" >&2
+    echo "                          triage $(paste -sd';' "$work/triage.txt")" >&2
+    awk -v j="$json_bytes" -v g="$gz_bytes" -v c="$copies" -v e="$events" -v z="$zcat_s" \
+        -v t="$triage_s" -v r="$rss_kb" -v n="$runs" 'BEGIN {
+        printf "JSON size              %.1f MB (%d events, %d copies; gzip %.1f MB)\n", j / 1e6, e, c, g / 1e6
+        printf "zcat median            %.2f s  (%d runs, alternating)\n", z, n
+        printf "llm-triage median      %.2f s  (%.0f MB/s of JSON)\n", t, j / 1e6 / t
+        printf "triage / zcat          %.2fx\n", t / z
+        printf "peak RSS               %.0f MB = %.2fx the JSON size\n", r / 1024, r * 1024 / j
+    }'
+    echo "$json_bytes $zcat_s $triage_s $rss_kb" >> "$work/rows"
+    [[ -n $keep ]] || rm -f "$gz"
+}
+
+: > "$work/rows"
+for size in "${sizes[@]}"; do
+    bench_size "$size"
+    $scaling && echo
 done
-zcat_s=$(cut -d' ' -f1 "$work/zcat.txt" | median)
-triage_s=$(cut -d' ' -f1 "$work/triage.txt" | median)
-rss_kb=$(cut -d' ' -f2 "$work/triage.txt" | sort -n | tail -1)
-awk -v j="$json_bytes" -v z="$zcat_s" -v t="$triage_s" -v r="$rss_kb" -v n="$runs" 'BEGIN {
-    printf "JSON size              %.1f MB (gzip input)\n", j / 1e6
-    printf "zcat median            %.2f s  (%d runs)\n", z, n
-    printf "llm-triage median      %.2f s  (%.0f MB/s of JSON)\n", t, j / 1e6 / t
-    printf "triage / zcat          %.2fx\n", t / z
-    printf "peak RSS               %.0f MB = %.2fx the JSON size\n", r / 1024, r * 1024 / j
-}'
+if $scaling; then
+    awk 'BEGIN {
+        printf "| JSON MB | zcat s | triage s | triage/zcat | triage s per GB | peak RSS MB | RSS / JSON |\n"
+        printf "|--------:|-------:|---------:|------------:|----------------:|------------:|-----------:|\n"
+    } {
+        printf "| %7.0f | %6.2f | %8.2f | %10.2fx | %15.2f | %11.0f | %10.3f |\n",
+            $1 / 1e6, $2, $3, $3 / $2, $3 / ($1 / 1e9), $4 / 1024, $4 * 1024 / $1
+    }' "$work/rows"
+fi
