@@ -47,7 +47,7 @@ pub fn run(args: &[&str]) -> Ran {
 /// stderr that contains every needle, and no panic. Returns the line.
 pub fn assert_refused(ran: &Ran, code: i32, needles: &[&str]) -> String {
     assert_eq!(ran.code, code, "exit code; stderr: {}", ran.stderr);
-    assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("panicked at"), "{}", ran.stderr);
     assert_eq!(ran.stdout, "", "nothing on stdout when refusing");
     let lines: Vec<&str> = ran.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "one line on stderr: {:?}", ran.stderr);
@@ -72,7 +72,7 @@ pub fn report_of(path: &Path) -> Value {
         path.to_str().unwrap(),
     ]);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
-    assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("panicked at"), "{}", ran.stderr);
     serde_json::from_str(&ran.stdout).expect("stdout is one JSON report")
 }
 

@@ -1,0 +1,276 @@
+//! Plugin failures during real triage runs of the binary (issue 8, point 3): a panicking
+//! entry point is exit 6 naming the plugin and leaves no report behind; broken, foreign
+//! and duplicate plugin files are noted in the report and never stop a run.
+
+mod common;
+mod hostile_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{target_dir, workspace_root};
+use hostile_support::*;
+
+/// `target/<profile>/`, with the test-only plugins built too (not default members).
+fn test_plugins_dir() -> &'static Path {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "-p",
+                "llm-triage-test-plugin-panicky",
+                "-p",
+                "llm-triage-test-plugin-api2",
+            ])
+            .current_dir(workspace_root())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the test plugins failed");
+    });
+    target_dir()
+}
+
+const PANICKY_SOURCE: &str = "tests/plugins/panicky/src/lib.rs";
+
+fn so(name: &str) -> String {
+    format!(
+        "{}{name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
+}
+
+/// Copies the built library `lib_name` into `dir` as `file_name`.
+fn install(dir: &Path, lib_name: &str, file_name: &str) -> PathBuf {
+    let to = dir.join(file_name);
+    std::fs::copy(test_plugins_dir().join(so(lib_name)), &to).expect("copy plugin");
+    to
+}
+
+fn valid_trace(dir: &Path) -> PathBuf {
+    let path = dir.join("ok.trace.json");
+    std::fs::write(&path, trace_text(&valid_events())).unwrap();
+    path
+}
+
+/// A panicking plugin's own std prints its panic report (`thread '<unnamed>' panicked
+/// at ...`, the message, a backtrace hint) before the host's line; the host's line must
+/// still be the one last line. Returns the run with only that line as stderr.
+fn host_line_only(mut ran: Ran, plugin_source: &str) -> Ran {
+    let lines: Vec<&str> = ran.stderr.lines().filter(|l| !l.is_empty()).collect();
+    let (last, before) = lines.split_last().expect("stderr has a line");
+    assert!(
+        before.is_empty() || before[0].contains(&format!("panicked at {plugin_source}")),
+        "only the plugin's panic report may come before the error: {:?}",
+        ran.stderr
+    );
+    ran.stderr = format!("{last}\n");
+    ran
+}
+
+/// The names in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_panicking_plugin_is_exit_6_naming_it_and_no_report_is_written() {
+    let plugins = tempfile::tempdir().unwrap();
+    install(
+        plugins.path(),
+        "triage_test_panicky",
+        &so("llm_triage_plugin_panicky"),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let trace = valid_trace(work.path());
+    let out = work.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let kept = out.join("kept.md");
+    std::fs::write(&kept, "the previous report\n").unwrap();
+    let fresh = out.join("fresh.md");
+    let (plugin_dir, trace) = (plugins.path().to_str().unwrap(), trace.to_str().unwrap());
+
+    // Chosen by name: its stage_of panics on the file path.
+    for output in [&kept, &fresh] {
+        let ran = run(&[
+            "--plugin-dir",
+            plugin_dir,
+            "--framework",
+            "panicky",
+            "--input",
+            trace,
+            "--output",
+            output.to_str().unwrap(),
+        ]);
+        assert_refused(
+            &host_line_only(ran, PANICKY_SOURCE),
+            6,
+            &[&format!(
+                "plugin panicky: plugin panicked in stage_of: boom in stage_of for {trace}"
+            )],
+        );
+    }
+    // Auto-detection asks every plugin; the panicking one fails the run, not a guess.
+    let ran = run(&[
+        "--plugin-dir",
+        plugin_dir,
+        "--input",
+        trace,
+        "--output",
+        fresh.to_str().unwrap(),
+    ]);
+    assert_refused(
+        &host_line_only(ran, PANICKY_SOURCE),
+        6,
+        &["plugin panicky: plugin panicked in detect: boom in detect"],
+    );
+    // Nothing half-done: the old report as it was, no new one, no temporary file.
+    assert_eq!(
+        std::fs::read_to_string(&kept).unwrap(),
+        "the previous report\n"
+    );
+    assert_eq!(listing(&out), ["kept.md"]);
+}
+
+#[test]
+fn two_plugins_claiming_one_name_the_first_wins_and_the_other_is_noted() {
+    let first = tempfile::tempdir().unwrap();
+    let second = tempfile::tempdir().unwrap();
+    let original = install(
+        first.path(),
+        "llm_triage_plugin_sglang",
+        &so("llm_triage_plugin_sglang"),
+    );
+    let copy = install(
+        second.path(),
+        "llm_triage_plugin_sglang",
+        &so("llm_triage_plugin_sglang_fork"),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let trace = valid_trace(work.path());
+    let ran = run(&[
+        "--plugin-dir",
+        first.path().to_str().unwrap(),
+        "--plugin-dir",
+        second.path().to_str().unwrap(),
+        "--framework",
+        "sglang",
+        "--format",
+        "json",
+        "--input",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(report["framework"]["name"], "sglang");
+    let notes = notes(&report);
+    let clash = |path: &Path| {
+        format!(
+            "plugin {} not loaded: duplicate plugin name sglang, already loaded from {}",
+            path.display(),
+            original.display()
+        )
+    };
+    assert!(notes.contains(&clash(&copy)), "{notes:?}");
+    // The copy beside the binary lost to the --plugin-dir one too.
+    let beside = target_dir().join(so("llm_triage_plugin_sglang"));
+    assert!(notes.contains(&clash(&beside)), "{notes:?}");
+}
+
+#[test]
+fn files_that_are_not_plugins_are_noted_and_the_run_goes_on() {
+    let plugins = tempfile::tempdir().unwrap();
+    let dir = plugins.path();
+    let text = dir.join(so("llm_triage_plugin_script"));
+    std::fs::write(&text, "#!/bin/sh\necho not a library\n").unwrap();
+    let empty = dir.join(so("llm_triage_plugin_empty"));
+    std::fs::write(&empty, b"").unwrap();
+    let foreign = install(dir, "triage_test_api2", &so("llm_triage_plugin_api2"));
+    // Not regular files: never opened (a named pipe would block), never noted.
+    std::fs::create_dir(dir.join(so("llm_triage_plugin_dir"))).unwrap();
+    std::os::unix::fs::symlink("/nonexistent", dir.join(so("llm_triage_plugin_dead"))).unwrap();
+    let fifo = dir.join(so("llm_triage_plugin_pipe"));
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+
+    let work = tempfile::tempdir().unwrap();
+    let trace = valid_trace(work.path());
+    let ran = run(&[
+        "--plugin-dir",
+        dir.to_str().unwrap(),
+        "--framework",
+        "sglang",
+        "--format",
+        "json",
+        "--input",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(kernel_rows(&report), valid_rows());
+    let notes: Vec<String> = notes(&report)
+        .into_iter()
+        .filter(|n| n.starts_with("plugin "))
+        .collect();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    let expect = |path: &Path, reason: &str| {
+        let prefix = format!("plugin {} not loaded: {reason}", path.display());
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with(&prefix) && !n.contains('\n')),
+            "{prefix:?} in {notes:?}"
+        );
+    };
+    // Sorted by file name: api2, empty, script.
+    expect(
+        &foreign,
+        "built for plugin API 2.0.0, but this host speaks plugin API ",
+    );
+    expect(&empty, "not a loadable plugin library: ");
+    expect(&text, "not a loadable plugin library: ");
+}
+
+#[test]
+fn no_usable_plugin_at_all_is_exit_6() {
+    // A copy of the binary alone in a directory, with only a broken plugin to find.
+    let bin_dir = tempfile::tempdir().unwrap();
+    let bin = bin_dir.path().join("llm-triage");
+    std::fs::copy(target_dir().join("llm-triage"), &bin).unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    std::fs::write(plugins.path().join(so("llm_triage_plugin_x")), "junk").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let trace = valid_trace(work.path());
+    let out = assert_cmd::Command::new(&bin)
+        .env_remove("LLM_TRIAGE_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", work.path())
+        .args(["--plugin-dir", plugins.path().to_str().unwrap()])
+        .args(["--input", trace.to_str().unwrap()])
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    let ran = Ran {
+        code: out.status.code().expect("ended"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert_refused(
+        &ran,
+        6,
+        &[
+            "plugin (none): no engine plugins could be loaded from ",
+            plugins.path().to_str().unwrap(),
+            "run `llm-triage plugins doctor`",
+        ],
+    );
+}
