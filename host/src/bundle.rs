@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::dates::utc_text;
 use crate::error::{Result, TriageError};
 use crate::report::{self, Format, Report, SCHEMA_VERSION};
 
@@ -48,7 +49,8 @@ pub struct BundleRequest {
     pub analysis_files: Vec<String>,
     pub title: String,
     pub include_toc: bool,
-    /// Seconds since the Unix epoch, for the `Generated on` line.
+    /// Seconds since the Unix epoch, for the `Generated on` line
+    /// ([`crate::dates::now_secs`]).
     pub generated_at: u64,
 }
 
@@ -513,59 +515,9 @@ impl Slugger {
     }
 }
 
-/// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch.
-pub fn utc_text(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Howard Hinnant's days-to-civil: the proleptic Gregorian date of a day count.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// The time a bundle says it was generated: `SOURCE_DATE_EPOCH` when set (reproducible
-/// builds), else now.
-pub fn generation_time() -> u64 {
-    std::env::var("SOURCE_DATE_EPOCH")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0)
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_utc_civil() {
-        // python3: datetime.fromtimestamp(t, timezone.utc)
-        assert_eq!(utc_text(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc_text(951_782_400), "2000-02-29 00:00:00 UTC");
-        assert_eq!(utc_text(1_798_761_599), "2026-12-31 23:59:59 UTC");
-        assert_eq!(utc_text(1_761_000_012), "2025-10-20 22:40:12 UTC");
-    }
 
     #[test]
     fn slugs_follow_github() {

@@ -13,6 +13,7 @@ pub mod capture;
 pub mod catalog;
 pub mod cli;
 pub mod compat;
+pub mod dates;
 pub mod error;
 pub mod exit;
 pub mod gate;

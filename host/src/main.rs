@@ -86,7 +86,7 @@ fn run_bundle(args: &llm_triage::cli::BundleArgs) -> Result<()> {
         analysis_files: args.analysis_file.clone(),
         title: args.title.clone(),
         include_toc: !args.no_toc,
-        generated_at: bundle::generation_time(),
+        generated_at: llm_triage::dates::now_secs(),
     };
     let text = bundle::bundle(&request)?;
     match &args.output {

@@ -376,7 +376,7 @@ fn list_info_and_doctor_describe_the_plugins() {
         ["yes", "yes [5]", "ignored", "ignored"]
     );
     assert!(
-        list.contains("sgl-project/sglang@24c91001cf99 (2026-01-03)"),
+        list.contains("sgl-project/sglang@24c91001cf99 (2026-01-03, "),
         "{list}"
     );
     assert!(list.contains("1 plugin file could not be loaded"), "{list}");

@@ -1,4 +1,8 @@
 //! `plugins list`, `plugins info NAME` and `plugins doctor`: text for the terminal.
+//!
+//! Each plugin names the upstream commit it was checked against; `list` shows how old
+//! that commit is and `doctor` warns past [`STALE_UPSTREAM_DAYS`], because an engine's
+//! paths and annotations drift and a stale plugin misreads new traces quietly.
 
 use std::path::PathBuf;
 
@@ -9,9 +13,17 @@ use super::select::known_names;
 use super::Engine;
 use crate::error::TriageError;
 
-/// Every loaded plugin with its version, API version, upstream and file, then the
-/// capability matrix built from their manifests.
+/// A tracked upstream commit older than this many days earns a `doctor` warning.
+pub const STALE_UPSTREAM_DAYS: i64 = 90;
+
+/// Every loaded plugin with its version, API version, upstream (and its age) and file,
+/// then the capability matrix built from their manifests.
 pub fn list(dirs: &[PathBuf]) -> Result<String, TriageError> {
+    list_on(dirs, crate::dates::today())
+}
+
+/// [`list`] with today's date (days since the Unix epoch) passed in.
+pub fn list_on(dirs: &[PathBuf], today: i64) -> Result<String, TriageError> {
     let set = load_all(dirs);
     if set.engines.is_empty() {
         return Ok(format!(
@@ -36,7 +48,7 @@ pub fn list(dirs: &[PathBuf]) -> Result<String, TriageError> {
                     "{}@{} ({})",
                     m.upstream.repo,
                     short_commit(&m.upstream.commit),
-                    m.upstream.date
+                    upstream_age(&m.upstream.date, today)
                 ),
                 e.path.display().to_string(),
             ]
@@ -97,6 +109,16 @@ pub fn info(dirs: &[PathBuf], name: &str) -> Result<String, TriageError> {
         "  source roots:   {}",
         attribution.source_roots.join(", ")
     ));
+    let tools = engine.tools()?;
+    lines.push(format!(
+        "  tools:          {}",
+        if tools.is_empty() {
+            "none".to_string()
+        } else {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            format!("{} (llm-triage tool {} TOOL)", names.join(", "), m.name)
+        }
+    ));
     lines.push("  wrapper frames:".to_string());
     for w in &attribution.wrapper_frames {
         let function = if w.function.is_empty() {
@@ -112,6 +134,11 @@ pub fn info(dirs: &[PathBuf], name: &str) -> Result<String, TriageError> {
 /// Every search directory (present or not) and every library file in it: loaded, rejected
 /// (with the reason) or ignored (name without the plugin marker).
 pub fn doctor(dirs: &[PathBuf]) -> Result<String, TriageError> {
+    doctor_on(dirs, crate::dates::today())
+}
+
+/// [`doctor`] with today's date (days since the Unix epoch) passed in.
+pub fn doctor_on(dirs: &[PathBuf], today: i64) -> Result<String, TriageError> {
     let set = load_all(dirs);
     let mut lines = vec![
         format!("Host plugin API: {PLUGIN_API_VERSION}"),
@@ -150,11 +177,40 @@ pub fn doctor(dirs: &[PathBuf]) -> Result<String, TriageError> {
     if !any_file {
         lines.push("  (no library files in any search directory)".to_string());
     }
+    let mut warnings = 0;
+    if !set.engines.is_empty() {
+        lines.push("Upstream each plugin tracks:".to_string());
+    }
+    for e in &set.engines {
+        let u = &e.manifest.upstream;
+        lines.push(format!(
+            "  {}  {}@{} ({})",
+            e.manifest.name,
+            u.repo,
+            short_commit(&u.commit),
+            upstream_age(&u.date, today)
+        ));
+        if let Some(days) = age_days(&u.date, today).filter(|d| *d > STALE_UPSTREAM_DAYS) {
+            warnings += 1;
+            lines.push(format!(
+                "  warning: {} was checked against {} as of {} ({days} days ago, more than \
+                 {STALE_UPSTREAM_DAYS}); re-check its paths and markers against upstream and \
+                 install an updated plugin",
+                e.manifest.name, u.repo, u.date
+            ));
+        }
+    }
     lines.push(format!(
         "Summary: {} loaded, {} rejected.",
         set.engines.len(),
         set.rejected.len()
     ));
+    if warnings > 0 {
+        lines.push(format!(
+            "{warnings} plugin{} older than {STALE_UPSTREAM_DAYS} days against upstream.",
+            if warnings == 1 { "" } else { "s" }
+        ));
+    }
     Ok(lines.join("\n") + "\n")
 }
 
@@ -273,6 +329,22 @@ fn table(header: &[String], rows: &[Vec<String>]) -> String {
     text
 }
 
+/// Whole days from an ISO `date` to `today`; `None` when the date does not parse.
+pub fn age_days(date: &str, today: i64) -> Option<i64> {
+    crate::dates::days_from_iso(date).map(|d| today - d)
+}
+
+/// `2026-08-22, 99 days old` (or the raw date when it does not parse).
+fn upstream_age(date: &str, today: i64) -> String {
+    match age_days(date, today) {
+        Some(1) => format!("{date}, 1 day old"),
+        Some(days) if days >= 0 => format!("{date}, {days} days old"),
+        Some(_) => format!("{date}, in the future"),
+        None if date.trim().is_empty() => "date unknown".to_string(),
+        None => format!("{date}, age unknown"),
+    }
+}
+
 fn short_commit(commit: &str) -> &str {
     commit.get(..12).unwrap_or(commit)
 }
@@ -295,6 +367,20 @@ fn rejected_hint(set: &PluginSet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_ages() {
+        let today = crate::dates::days_from_iso("2026-11-29").unwrap();
+        assert_eq!(age_days("2026-08-22", today), Some(99));
+        assert_eq!(upstream_age("2026-08-22", today), "2026-08-22, 99 days old");
+        assert_eq!(upstream_age("2026-11-28", today), "2026-11-28, 1 day old");
+        assert_eq!(
+            upstream_age("2026-12-01", today),
+            "2026-12-01, in the future"
+        );
+        assert_eq!(upstream_age("", today), "date unknown");
+        assert_eq!(upstream_age("soon", today), "soon, age unknown");
+    }
 
     #[test]
     fn tables_align() {
