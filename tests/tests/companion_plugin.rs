@@ -61,9 +61,8 @@ fn write_lmdeploy_trace(dir: &Path) -> PathBuf {
         )
     };
     let events = [
-        format!(
-            r#"{{"ph": "M", "name": "process_name", "pid": 4242, "args": {{"name": "python3"}}}}"#
-        ),
+        r#"{"ph": "M", "name": "process_name", "pid": 4242, "args": {"name": "python3"}}"#
+            .to_string(),
         annotation("make_forward_inputs", 900, 50),
         annotation("forward_eager", 1000, 500),
         runtime("cudaLaunchKernel", 1100, 1),
@@ -265,7 +264,7 @@ fn install_upgrade_downgrade_and_remove_in_the_user_dir() {
     let first = run(&["plugins", "install", old.to_str().unwrap()]);
     assert!(first.status.success(), "{}", stderr(&first));
     assert!(stdout(&first).starts_with("installed sglang 0.0.1 "));
-    assert_eq!(files(), [installed.clone()]);
+    assert_eq!(files(), std::slice::from_ref(&installed));
 
     let upgrade = run(&["plugins", "install", new.to_str().unwrap()]);
     assert!(upgrade.status.success(), "{}", stderr(&upgrade));
@@ -274,7 +273,7 @@ fn install_upgrade_downgrade_and_remove_in_the_user_dir() {
         "{}",
         stdout(&upgrade)
     );
-    assert_eq!(files(), [installed.clone()], "one copy kept");
+    assert_eq!(files(), std::slice::from_ref(&installed), "one copy kept");
     assert_eq!(version_in_user_dir(), "sglang (SGLang) 0.1.0");
 
     let downgrade = run(&["plugins", "install", old.to_str().unwrap()]);
