@@ -21,7 +21,7 @@ Exit codes:
 #[command(
     name = "llm-triage",
     version,
-    args_conflicts_with_subcommands = true,
+    subcommand_precedence_over_arg = true,
     // The predecessor (argparse) took unambiguous prefixes: `--inp` for `--input`.
     infer_long_args = true,
     after_help = EXIT_CODES_HELP

@@ -39,6 +39,14 @@ fn compat_args(args: std::env::ArgsOs) -> Vec<std::ffi::OsString> {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    // Triage flags before another subcommand would be silently ignored; say so instead.
+    let other_subcommand = !matches!(cli.command, None | Some(Command::Triage(_)));
+    if other_subcommand && triage_flags_given(&cli.triage) {
+        return Err(TriageError::Usage(
+            "triage flags (--input, --url, ...) go with triage, not before another subcommand"
+                .to_string(),
+        ));
+    }
     match cli.command {
         None => run_triage(&cli.triage, &cli.plugin_dirs),
         Some(Command::Triage(ref args)) => run_triage(args, &cli.plugin_dirs),
@@ -76,6 +84,13 @@ fn run(cli: Cli) -> Result<()> {
             None => print_stdout(&llm_triage::manpage::page()?),
         },
     }
+}
+
+fn triage_flags_given(args: &TriageArgs) -> bool {
+    args.input.is_some()
+        || args.mapping_input.is_some()
+        || args.formal_input.is_some()
+        || args.output.is_some()
 }
 
 /// `bundle`: saved reports into one markdown document, to stdout or `--output`.

@@ -175,3 +175,26 @@ fn completions_are_generated() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("--min-share"));
 }
+
+#[test]
+fn global_plugin_dir_goes_before_a_subcommand_but_triage_flags_do_not() {
+    let dir = target_dir();
+    let out = llm_triage()
+        .arg("--plugin-dir")
+        .arg(dir)
+        .args(["plugins", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let example = workspace_root().join("examples/sglang-qwen3");
+    let out = llm_triage()
+        .args(["--input", example.to_str().unwrap(), "plugins", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("go with triage"));
+}
