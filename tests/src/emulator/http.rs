@@ -79,10 +79,18 @@ impl Drop for Server {
 pub fn serve(
     handler: impl Fn(&Request) -> Response + Send + Sync + 'static,
 ) -> std::io::Result<Server> {
+    serve_until(handler, Arc::new(AtomicBool::new(false)))
+}
+
+/// [`serve`], stopping once `stop` is set (by the handler itself, say: a server that
+/// dies): the listener closes, so later connections are refused.
+pub fn serve_until(
+    handler: impl Fn(&Request) -> Response + Send + Sync + 'static,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<Server> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
-    let stop = Arc::new(AtomicBool::new(false));
     let handler = Arc::new(handler);
     let flag = stop.clone();
     std::thread::spawn(move || {

@@ -24,13 +24,14 @@
 pub mod http;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::{write_fixture, Engine, FixtureSpec, StageKind};
-use http::{serve, Request, Response, Server};
+use http::{serve_until, Request, Response, Server};
 
 /// Tokens a request generates when it may stop at EOS.
 pub const EOS_AFTER: u64 = 7;
@@ -58,6 +59,14 @@ pub struct Faults {
     pub no_profiler: bool,
     /// `/tokenize` missing.
     pub no_tokenizer: bool,
+    /// The server dies right after answering the profiler start: every later
+    /// connection is refused.
+    pub die_after_start: bool,
+    /// `/stop_profile` takes this long to answer (the stop itself happens at arrival).
+    pub stop_delay: Option<Duration>,
+    /// This long after a trace is complete, a cut copy is renamed over it (another
+    /// writer, a rotated file).
+    pub replace_with_truncated: Option<Duration>,
 }
 
 /// How an emulated server is set up.
@@ -114,6 +123,8 @@ struct State {
     served: Vec<Served>,
     recorded: Vec<Recorded>,
     profiles: u64,
+    /// `METHOD path` of every request, at its arrival (before any answer).
+    arrived: Vec<String>,
 }
 
 struct Active {
@@ -133,23 +144,29 @@ pub struct Emulator {
     server: Server,
     control: Option<Server>,
     state: Arc<Mutex<State>>,
+    /// Set when the emulated server dies (`Faults::die_after_start`).
+    dead: Arc<AtomicBool>,
 }
 
 impl Emulator {
     pub fn start(config: Config) -> Emulator {
         let state = Arc::new(Mutex::new(State::default()));
         let shared = Arc::new(config.clone());
-        let (s, c) = (state.clone(), shared.clone());
-        let server = serve(move |req| handle(&c, &s, req, false)).expect("bind emulator");
+        let dead = Arc::new(AtomicBool::new(false));
+        let (s, c, d) = (state.clone(), shared.clone(), dead.clone());
+        let server = serve_until(move |req| handle(&c, &s, req, false, &d), dead.clone())
+            .expect("bind emulator");
         let control = (config.engine == Engine::Tokenspeed).then(|| {
-            let (s, c) = (state.clone(), shared.clone());
-            serve(move |req| handle(&c, &s, req, true)).expect("bind control")
+            let (s, c, d) = (state.clone(), shared.clone(), dead.clone());
+            serve_until(move |req| handle(&c, &s, req, true, &d), dead.clone())
+                .expect("bind control")
         });
         Emulator {
             config,
             server,
             control,
             state,
+            dead,
         }
     }
 
@@ -173,10 +190,38 @@ impl Emulator {
     pub fn profiling(&self) -> bool {
         self.state.lock().unwrap().active.is_some()
     }
+
+    /// `METHOD path` of every request that reached the server, in arrival order, also
+    /// those still unanswered.
+    pub fn arrived(&self) -> Vec<String> {
+        self.state.lock().unwrap().arrived.clone()
+    }
+
+    /// Whether the emulated server died.
+    pub fn dead(&self) -> bool {
+        self.dead.load(Ordering::SeqCst)
+    }
 }
 
-fn handle(config: &Config, state: &Mutex<State>, req: &Request, control: bool) -> Response {
+fn handle(
+    config: &Config,
+    state: &Mutex<State>,
+    req: &Request,
+    control: bool,
+    dead: &AtomicBool,
+) -> Response {
+    state
+        .lock()
+        .unwrap()
+        .arrived
+        .push(format!("{} {}", req.method, req.path));
     let response = route(config, state, req, control);
+    if config.faults.die_after_start
+        && req.path == "/start_profile"
+        && (200..300).contains(&response.0.status)
+    {
+        dead.store(true, Ordering::SeqCst);
+    }
     let body = req.json().unwrap_or(Value::Null);
     let (prompt_len, generated) = match (&response.1, req.path.as_str()) {
         (Some(g), _) => (Some(g.0), Some(g.1)),
@@ -436,7 +481,7 @@ fn forward(config: &Config, state: &Mutex<State>, kind: StageKind) {
         if ct == *last {
             if let Some(active) = st.active.take() {
                 drop(st);
-                finish(config, state, active, false);
+                let _ = finish(config, state, active, false);
             }
         }
         return;
@@ -449,7 +494,7 @@ fn forward(config: &Config, state: &Mutex<State>, kind: StageKind) {
     if stop_now {
         let active = st.active.take().expect("active");
         drop(st);
-        finish(config, state, active, true);
+        let _ = finish(config, state, active, true);
         return;
     }
     if let Some(active) = st.active.as_mut() {
@@ -548,10 +593,29 @@ fn stop(config: &Config, state: &Mutex<State>, ok_text: &str) -> Response {
         return Response::text(*status, body);
     }
     let active = state.lock().unwrap().active.take();
+    let answer = stop_answer(config, state, active, ok_text);
+    if let Some(delay) = config.faults.stop_delay {
+        std::thread::sleep(delay);
+    }
+    answer
+}
+
+fn stop_answer(
+    config: &Config,
+    state: &Mutex<State>,
+    active: Option<Active>,
+    ok_text: &str,
+) -> Response {
     match active {
-        // An explicit stop answers after the file is on disk.
+        // An explicit stop answers after the file is on disk; a failed write (disk
+        // full) is the export error the engine reports.
         Some(active) => {
-            finish(config, state, active, false);
+            if let Err(e) = finish(config, state, active, false) {
+                return Response::json(
+                    500,
+                    json!({"detail": format!("RuntimeError: torch profiler export failed: {e}")}),
+                );
+            }
             if config.engine == Engine::Tokenspeed {
                 Response::json(200, json!({"success": true, "message": "Stop profiling."}))
             } else {
@@ -567,9 +631,16 @@ fn stop(config: &Config, state: &Mutex<State>, ok_text: &str) -> Response {
 }
 
 /// Writes the trace(s) of a finished profile: at once, or on a background thread in
-/// pieces (SGLang's asynchronous flush after an auto-stop, or `slow_flush`).
-fn finish(config: &Config, state: &Mutex<State>, active: Active, auto: bool) {
+/// pieces (SGLang's asynchronous flush after an auto-stop, or `slow_flush`). A write
+/// done at once can fail (the profile is recorded anyway).
+fn finish(
+    config: &Config,
+    state: &Mutex<State>,
+    active: Active,
+    auto: bool,
+) -> std::io::Result<()> {
     let mut files = Vec::new();
+    let mut outcome = Ok(());
     let kinds: Vec<Vec<StageKind>> = if active.by_stage {
         let extend: Vec<_> = active
             .steps
@@ -618,7 +689,15 @@ fn finish(config: &Config, state: &Mutex<State>, active: Active, auto: bool) {
             }
             None => {
                 let _ = std::fs::create_dir_all(path.parent().unwrap());
-                std::fs::write(&path, &bytes).expect("write trace");
+                match std::fs::write(&path, &bytes) {
+                    Ok(()) => {
+                        if let Some(delay) = config.faults.replace_with_truncated {
+                            let cut = bytes[..bytes.len() / 2].to_vec();
+                            std::thread::spawn(move || replace_later(&path, &cut, delay));
+                        }
+                    }
+                    Err(e) => outcome = Err(e),
+                }
             }
         }
     }
@@ -626,6 +705,16 @@ fn finish(config: &Config, state: &Mutex<State>, active: Active, auto: bool) {
         steps: active.steps,
         files,
     });
+    outcome
+}
+
+/// After `delay`, renames a file holding `bytes` over `path`.
+fn replace_later(path: &Path, bytes: &[u8], delay: Duration) {
+    std::thread::sleep(delay);
+    let tmp = path.with_extension("replacing");
+    if std::fs::write(&tmp, bytes).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
 }
 
 fn stage_of(steps: &[StageKind]) -> StageKind {
@@ -673,14 +762,18 @@ fn trace_bytes(engine: Engine, stage: StageKind, gzip: bool, path: &Path) -> Vec
     bytes
 }
 
+/// Writes `bytes` in pieces; a failing write ends it (what remains is a cut file).
 fn write_in_pieces(path: &Path, bytes: &[u8], pieces: usize, pause: Duration) {
     use std::io::Write;
     let _ = std::fs::create_dir_all(path.parent().unwrap());
-    let mut file = std::fs::File::create(path).expect("create trace");
+    let Ok(mut file) = std::fs::File::create(path) else {
+        return;
+    };
     let size = bytes.len().div_ceil(pieces.max(1)).max(1);
     for chunk in bytes.chunks(size) {
-        file.write_all(chunk).expect("write piece");
-        file.flush().expect("flush piece");
+        if file.write_all(chunk).and_then(|_| file.flush()).is_err() {
+            return;
+        }
         std::thread::sleep(pause);
     }
 }

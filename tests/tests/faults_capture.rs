@@ -1,0 +1,272 @@
+//! Live-capture faults against the emulators (issue 8, point 4): the server dies between
+//! start and stop, the stop hangs, the flush outlasts the limit, the disk is full, the
+//! trace is replaced under the waiter. Each is exit 5 with one line, no report (an old
+//! `--output` file stays as it was), and a started profiler is always sent its stop.
+
+mod common;
+mod hostile_support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hostile_support::{assert_refused, run, Ran};
+use llm_triage_tests::emulator::{Config, Emulator, Faults};
+use llm_triage_tests::Engine;
+
+/// Small, fast captures: one warm-up, two capture steps, prefill only.
+const QUICK: [&str; 14] = [
+    "--warmup-steps",
+    "1",
+    "--num-steps",
+    "2",
+    "--prefill-input-len",
+    "16",
+    "--decode-output-len",
+    "8",
+    "--probe-delay",
+    "0",
+    "--flush-timeout",
+    "2",
+    "--profile-workload",
+    "prefill",
+];
+
+fn sglang(faults: Faults) -> Emulator {
+    Emulator::start(Config {
+        faults,
+        ..Config::new(Engine::Sglang)
+    })
+}
+
+/// A capture into `out` with the report going to `out/report.md` (which holds an old
+/// report); `extra` flags replace QUICK's.
+fn capture(emu: &Emulator, out: &Path, extra: &[&str]) -> Ran {
+    let report = out.join("report.md");
+    std::fs::write(&report, "old report\n").unwrap();
+    let quick: Vec<&str> = QUICK
+        .chunks(2)
+        .filter(|pair| !extra.contains(&pair[0]))
+        .flatten()
+        .copied()
+        .collect();
+    let (url, out_dir) = (emu.url(), out.display().to_string());
+    let mut args = vec![
+        "--url",
+        &url,
+        "--output-dir",
+        &out_dir,
+        "--output",
+        report.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    args.extend(quick);
+    run(&args)
+}
+
+/// Nothing half-done: the old report as it was, no temporary report beside it.
+fn assert_no_report(out: &Path) {
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.md")).unwrap(),
+        "old report\n"
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') || n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+fn stops(emu: &Emulator) -> usize {
+    emu.arrived()
+        .iter()
+        .filter(|r| r.ends_with(" /stop_profile"))
+        .count()
+}
+
+#[test]
+fn the_server_dies_between_start_and_stop() {
+    let emu = sglang(Faults {
+        die_after_start: true,
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ran = capture(&emu, dir.path(), &[]);
+    assert!(emu.dead());
+    let url = emu.url();
+    let line = assert_refused(
+        &ran,
+        5,
+        &[
+            &format!("{url}/generate (prefill capture request 1/2)"),
+            &format!("then the stop failed too: POST {url}/stop_profile (stop the profiler)"),
+        ],
+    );
+    assert!(line.contains("Connection refused"), "{line}");
+    assert_no_report(dir.path());
+}
+
+#[test]
+fn a_stop_that_hangs_times_out_after_reaching_the_server() {
+    let emu = sglang(Faults {
+        stop_delay: Some(Duration::from_secs(90)),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let ran = capture(&emu, dir.path(), &["--request-timeout", "1"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "waited out the hang"
+    );
+    assert_refused(
+        &ran,
+        5,
+        &[&format!(
+            "POST {}/stop_profile (stop the profiler): no answer within 1 s",
+            emu.url()
+        )],
+    );
+    assert_eq!(stops(&emu), 1, "{:?}", emu.arrived());
+    assert!(!emu.profiling(), "the stop took effect");
+    assert_no_report(dir.path());
+}
+
+#[test]
+fn a_flush_slower_than_the_limit_is_exit_5_naming_the_dir() {
+    let emu = sglang(Faults {
+        slow_flush: Some((10, Duration::from_millis(500))),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ran = capture(&emu, dir.path(), &[]);
+    let line = assert_refused(
+        &ran,
+        5,
+        &[&format!(
+            "no complete trace in {}/capture-",
+            dir.path().display()
+        )],
+    );
+    assert!(line.contains("/prefill after 2 s"), "{line}");
+    assert_eq!(stops(&emu), 1);
+    assert!(!emu.profiling());
+    assert_no_report(dir.path());
+}
+
+#[test]
+fn a_trace_replaced_by_a_cut_copy_is_never_read() {
+    // Complete when the stop answers, then a cut copy is renamed over it before the
+    // waiter's second look (polls are 200 ms apart).
+    let emu = sglang(Faults {
+        replace_with_truncated: Some(Duration::from_millis(60)),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ran = capture(&emu, dir.path(), &[]);
+    let line = assert_refused(
+        &ran,
+        5,
+        &[&format!(
+            "no complete trace in {}/capture-",
+            dir.path().display()
+        )],
+    );
+    assert!(line.contains("gzip stream not closed"), "{line}");
+    assert_eq!(stops(&emu), 1);
+    assert_no_report(dir.path());
+}
+
+/// A tmpfs of `kib` KiB at a new directory, filled up; unmounted when dropped. `None`
+/// where mounting is not permitted.
+struct FullDisk {
+    dir: tempfile::TempDir,
+}
+
+impl FullDisk {
+    fn mount(kib: u32) -> Option<FullDisk> {
+        let dir = tempfile::tempdir().ok()?;
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .ok()?
+            .success();
+        if !mounted {
+            return None;
+        }
+        let disk = FullDisk { dir };
+        // Fill it: the write fails part way with ENOSPC.
+        let filler = vec![0u8; kib as usize * 2048];
+        assert!(std::fs::write(disk.path().join("filler"), filler).is_err());
+        Some(disk)
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for FullDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn an_output_dir_that_cannot_take_the_trace() {
+    // A path below a regular file: nothing can be created there.
+    let emu = sglang(Faults::default());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("file"), "x").unwrap();
+    let below = dir.path().join("file/out");
+    let report = dir.path().join("report.md");
+    std::fs::write(&report, "old report\n").unwrap();
+    let (url, below_s) = (emu.url(), below.display().to_string());
+    let mut args = vec![
+        "--url",
+        &url,
+        "--output-dir",
+        &below_s,
+        "--output",
+        report.to_str().unwrap(),
+    ];
+    args.extend(QUICK);
+    let ran = run(&args);
+    assert_refused(
+        &ran,
+        5,
+        &[
+            &format!("cannot create {below_s}/capture-"),
+            "Not a directory",
+        ],
+    );
+    assert!(emu.arrived().iter().all(|r| !r.ends_with("/start_profile")));
+    assert_no_report(dir.path());
+
+    // A full disk (where this machine lets the test mount a small tmpfs): the server's
+    // export fails, the stop answers 500, and that is the one line.
+    if let Some(disk) = FullDisk::mount(256) {
+        let emu = sglang(Faults::default());
+        let report_dir = tempfile::tempdir().unwrap();
+        let report = report_dir.path().join("report.md");
+        std::fs::write(&report, "old report\n").unwrap();
+        let (url, out) = (emu.url(), disk.path().display().to_string());
+        let mut args = vec![
+            "--url",
+            &url,
+            "--output-dir",
+            &out,
+            "--output",
+            report.to_str().unwrap(),
+        ];
+        args.extend(QUICK);
+        let ran = run(&args);
+        assert_refused(&ran, 5, &["No space left on device"]);
+        assert_no_report(report_dir.path());
+        assert!(!emu.profiling());
+    }
+}
