@@ -133,6 +133,29 @@ fn a_stop_that_hangs_times_out_after_reaching_the_server() {
 }
 
 #[test]
+fn a_start_without_an_answer_is_followed_by_a_stop() {
+    // The profiler starts, but the answer never comes: it may be running, so it is
+    // stopped before the run fails.
+    let emu = sglang(Faults {
+        start_delay: Some(Duration::from_secs(90)),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ran = capture(&emu, dir.path(), &["--request-timeout", "1"]);
+    assert_refused(
+        &ran,
+        5,
+        &[&format!(
+            "POST {}/start_profile (start the profiler): no answer within 1 s (a stop was sent in case it had started)",
+            emu.url()
+        )],
+    );
+    assert_eq!(stops(&emu), 1, "{:?}", emu.arrived());
+    assert!(!emu.profiling(), "the stop took effect");
+    assert_no_report(dir.path());
+}
+
+#[test]
 fn a_flush_slower_than_the_limit_is_exit_5_naming_the_dir() {
     let emu = sglang(Faults {
         slow_flush: Some((10, Duration::from_millis(500))),

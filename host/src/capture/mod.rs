@@ -120,7 +120,12 @@ pub fn resolve_inputs(
         if let Some(input) = input {
             return Ok(input);
         }
-        let url = url.expect("one of input or url");
+        // `side` lets exactly one of the two through.
+        let Some(url) = url else {
+            return Err(TriageError::Usage(format!(
+                "mapping+formal mode needs --{which}-input PATH or --{which}-url URL"
+            )));
+        };
         let (output_dir, prefix, default_prefix) = if which == "mapping" {
             (
                 capture.mapping_output_dir.clone(),

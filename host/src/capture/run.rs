@@ -239,7 +239,23 @@ pub fn capture(
                 .await?;
             seed += warm.requests;
             let started = match plan.start.as_ref().into_option() {
-                Some(call) => control_call(&client, &url, control.as_deref(), call, "start the profiler", timeout).await?,
+                Some(call) => match control_call(&client, &url, control.as_deref(), call, "start the profiler", timeout).await {
+                    Ok(started) => started,
+                    // No answer leaves it open whether the profiler started: the stop is
+                    // sent anyway, so a profiler never runs on unattended.
+                    Err(failed) if failed.unanswered => {
+                        let error = failed.error.to_string();
+                        let stop = match plan.stop.as_ref().into_option() {
+                            Some(call) => control_call(&client, &url, control.as_deref(), call, "stop the profiler", timeout).await,
+                            None => return Err(failed.error),
+                        };
+                        return Err(TriageError::Capture(match stop {
+                            Ok(_) => format!("{error} (a stop was sent in case it had started)"),
+                            Err(stop) => format!("{error}; the stop sent in case it had started failed too: {}", stop.error),
+                        }));
+                    }
+                    Err(failed) => return Err(failed.error),
+                },
                 None => Started::NoRoute,
             };
             if started == Started::NoRoute && stage_count > 1 {
@@ -259,7 +275,7 @@ pub fn capture(
             // Stop is always attempted once the start succeeded, even after a failure.
             let stopped = match (started, plan.stop.as_ref().into_option()) {
                 (Started::Yes, Some(call)) => {
-                    Some(control_call(&client, &url, control.as_deref(), call, "stop the profiler", timeout).await)
+                    Some(control_call(&client, &url, control.as_deref(), call, "stop the profiler", timeout).await.map_err(|f| f.error))
                 }
                 _ => None,
             };
@@ -331,6 +347,13 @@ enum Started {
     NoRoute,
 }
 
+/// A failed profiler call, and whether the server answered at all (a timeout or a
+/// dropped connection leaves open what it did).
+struct CallFailed {
+    error: TriageError,
+    unanswered: bool,
+}
+
 async fn control_call(
     client: &reqwest::Client,
     url: &str,
@@ -338,7 +361,11 @@ async fn control_call(
     call: &HttpCall,
     step: &str,
     timeout: Duration,
-) -> Result<Started, TriageError> {
+) -> Result<Started, CallFailed> {
+    let answered = |error| CallFailed {
+        error,
+        unanswered: false,
+    };
     let root = if call.on_control_url {
         control.unwrap_or(url)
     } else {
@@ -348,7 +375,10 @@ async fn control_call(
     let body = call.body.as_ref().map(|b| b.as_str()).into_option();
     let answer: Answer = http::send(client, call.method, &full, body, timeout)
         .await
-        .map_err(|why| http::failure(call.method, &full, step, &why))?;
+        .map_err(|why| CallFailed {
+            error: http::failure(call.method, &full, step, &why),
+            unanswered: true,
+        })?;
     if http::accepted(call, &answer) {
         return Ok(Started::Yes);
     }
@@ -359,7 +389,7 @@ async fn control_call(
     if answer.status == 404 && !call.if_missing.is_empty() {
         what = format!("{what}; {}", call.if_missing);
     }
-    Err(http::failure(call.method, &full, step, &what))
+    Err(answered(http::failure(call.method, &full, step, &what)))
 }
 
 fn sent_note(

@@ -64,6 +64,8 @@ pub struct Faults {
     pub die_after_start: bool,
     /// `/stop_profile` takes this long to answer (the stop itself happens at arrival).
     pub stop_delay: Option<Duration>,
+    /// `/start_profile` takes this long to answer (the profiler starts at arrival).
+    pub start_delay: Option<Duration>,
     /// This long after a trace is complete, a cut copy is renamed over it (another
     /// writer, a rotated file).
     pub replace_with_truncated: Option<Duration>,
@@ -216,6 +218,13 @@ fn handle(
         .arrived
         .push(format!("{} {}", req.method, req.path));
     let response = route(config, state, req, control);
+    if let Some(delay) = config
+        .faults
+        .start_delay
+        .filter(|_| req.path == "/start_profile")
+    {
+        std::thread::sleep(delay);
+    }
     if config.faults.die_after_start
         && req.path == "/start_profile"
         && (200..300).contains(&response.0.status)
