@@ -438,6 +438,14 @@ fn kernels_without_launches_are_analysed_unresolved() {
         row["python_locations"],
         json!([{"location": "unresolved", "share_pct": 100.0}])
     );
+    // Said out loud, not silently unresolved.
+    let stage_notes = report["stages"][0]["notes"].as_array().unwrap();
+    assert!(
+        stage_notes
+            .iter()
+            .any(|n| n == "5 GPU ops not linked to a launch (no runtime call or cpu_op)"),
+        "{stage_notes:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
