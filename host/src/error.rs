@@ -39,6 +39,20 @@ impl TriageError {
         }
     }
 
+    /// The message as exactly one line: control characters (a newline in a file name,
+    /// say) are escaped as `\n`, `\u{1b}`, ...
+    pub fn one_line(&self) -> String {
+        let mut out = String::new();
+        for c in self.to_string().chars() {
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
     pub fn exit_code(&self) -> i32 {
         match self {
             TriageError::Usage(_) => exit::USAGE,
@@ -51,3 +65,17 @@ impl TriageError {
 }
 
 pub type Result<T, E = TriageError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_escapes_control_characters_only() {
+        let e = TriageError::input("a\nb\u{1b}[31m.trace.json", "not a trace: \"x\" \u{e9}");
+        assert_eq!(
+            e.one_line(),
+            "a\\nb\\u{1b}[31m.trace.json: not a trace: \"x\" \u{e9}"
+        );
+    }
+}

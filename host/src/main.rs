@@ -25,7 +25,7 @@ fn main() {
     let code = match run(cli) {
         Ok(()) => exit::OK,
         Err(e) => {
-            eprintln!("llm-triage: error: {e}");
+            eprintln!("llm-triage: error: {}", e.one_line());
             e.exit_code()
         }
     };

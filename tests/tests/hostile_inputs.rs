@@ -515,6 +515,17 @@ fn missing_paths() {
 }
 
 #[test]
+fn control_characters_in_a_file_name_stay_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "a\nb\u{1b}[31m.trace.json", b"bad");
+    assert_refused(
+        &triage(&path),
+        3,
+        &["a\\nb\\u{1b}[31m.trace.json: invalid JSON at byte 0"],
+    );
+}
+
+#[test]
 fn symlink_loops() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (
