@@ -21,7 +21,7 @@ pub fn ns_to_us(ns: Ns) -> f64 {
 }
 
 /// String table: each distinct string stored once.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Interner {
     // Fx: names are hashed once per event on the read path; SipHash's DoS resistance
     // buys nothing for a local file and cost ~10% of read time.
@@ -192,7 +192,7 @@ impl SkipCounts {
 }
 
 /// One trace file, read. The input of every later step.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Trace {
     pub path: PathBuf,
     pub strings: Interner,

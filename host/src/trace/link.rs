@@ -79,7 +79,7 @@ pub fn is_graph_launch(name: &str) -> bool {
 /// Links every GPU op of `trace` to its runtime call, cpu_op and Python stack.
 pub fn link(trace: &Trace) -> Linked {
     let runtime_of = runtime_calls_of_ops(trace);
-    let ops_by_external = index_cpu_ops_by_external_id(trace);
+    let ops_by_external = index_cpu_ops_by_external_id(trace, &runtime_of);
 
     // Where and when each op was launched: (thread, CPU time), if known.
     let mut sites = Vec::with_capacity(trace.gpu_ops.len());
@@ -103,14 +103,14 @@ pub fn link(trace: &Trace) -> Linked {
             external_op = external.and_then(|id| {
                 pick_cpu_op(
                     trace,
-                    ops_by_external.get(&id)?,
+                    ops_by_external.get(trace, id)?,
                     (call.pid, call.tid),
                     call.ts,
                 )
             });
         } else if let Some(id) = op.external_id {
             // Legacy traces: no runtime events, the op's External id names its cpu_op.
-            if let Some(c) = ops_by_external.get(&id).and_then(|cands| {
+            if let Some(c) = ops_by_external.get(trace, id).and_then(|cands| {
                 nearest_start_at_or_before(cands, |&c| trace.cpu_ops[c as usize].ts, op.ts)
             }) {
                 let cpu = &trace.cpu_ops[c as usize];
@@ -126,9 +126,18 @@ pub fn link(trace: &Trace) -> Linked {
         external_ops.push(external_op);
     }
 
+    // The Python stacks on a second core while the cpu_ops are chosen here: the two
+    // sweeps are independent and each costs a pass over millions of intervals.
+    let (innermost_ops, (stack_of, stacks)) = std::thread::scope(|scope| {
+        let stacks = scope.spawn(|| python_stacks(trace, &launch_points));
+        let innermost = innermost_cpu_ops(trace, &launch_points);
+        let stacks = stacks
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (innermost, stacks)
+    });
     // cpu_op: the External-id op when it contains the launch on the launching thread,
     // else the innermost op there that does, else the External-id op anyway.
-    let innermost_ops = innermost_cpu_ops(trace, &launch_points);
     for (i, site) in sites.iter_mut().enumerate() {
         if site.cpu_op.is_some() {
             continue;
@@ -146,7 +155,6 @@ pub fn link(trace: &Trace) -> Linked {
         site.cpu_op = chosen.map(|c| trace.cpu_ops[c as usize].name);
     }
 
-    let (stack_of, stacks) = python_stacks(trace, &launch_points);
     let mut counts = LinkCounts::default();
     for ((site, stack), &runtime) in sites.iter_mut().zip(stack_of).zip(&runtime_of) {
         site.stack = stack;
@@ -172,24 +180,31 @@ fn contains_time(start: Ns, end: Ns, t: Ns) -> bool {
 /// The runtime call of each GPU op, by correlation. When a correlation repeats, the
 /// call that started last at or before the op wins (else the earliest one).
 fn runtime_calls_of_ops(trace: &Trace) -> Vec<Option<u32>> {
-    let mut by_correlation: HashMap<u64, Vec<u32>> = HashMap::default();
-    for (i, call) in trace.runtime.iter().enumerate() {
-        by_correlation
-            .entry(call.correlation)
-            .or_default()
-            .push(i as u32);
-    }
-    for calls in by_correlation.values_mut() {
-        calls.sort_by_key(|&c| trace.runtime[c as usize].ts);
-    }
+    // Call indices sorted by (correlation, start); a stable sort keeps the file order of
+    // equal starts. 4 bytes a call, no table of lists.
+    let mut by_correlation: Vec<u32> = (0..trace.runtime.len() as u32).collect();
+    by_correlation.sort_by_key(|&c| {
+        let call = &trace.runtime[c as usize];
+        (call.correlation, call.ts)
+    });
     trace
         .gpu_ops
         .iter()
         .map(|op| {
-            let calls = by_correlation.get(&op.correlation?)?;
+            let correlation = op.correlation?;
+            let calls = equal_range(&by_correlation, |&c| {
+                trace.runtime[c as usize].correlation.cmp(&correlation)
+            });
             nearest_start_at_or_before(calls, |&c| trace.runtime[c as usize].ts, op.ts)
         })
         .collect()
+}
+
+/// The run of `sorted` whose key compares equal (`order` gives key vs wanted).
+fn equal_range(sorted: &[u32], order: impl Fn(&u32) -> std::cmp::Ordering) -> &[u32] {
+    let start = sorted.partition_point(|i| order(i).is_lt());
+    let len = sorted[start..].partition_point(|i| order(i).is_le());
+    &sorted[start..start + len]
 }
 
 /// Among `sorted` (by start), the last that starts at or before `t`, else the first.
@@ -201,17 +216,44 @@ fn nearest_start_at_or_before(sorted: &[u32], start: impl Fn(&u32) -> Ns, t: Ns)
     }
 }
 
-fn index_cpu_ops_by_external_id(trace: &Trace) -> HashMap<u64, Vec<u32>> {
-    let mut by_external: HashMap<u64, Vec<u32>> = HashMap::default();
-    for (i, op) in trace.cpu_ops.iter().enumerate() {
-        if let Some(id) = op.external_id {
-            by_external.entry(id).or_default().push(i as u32);
-        }
+/// The cpu_ops that carry an External id some launch asks for, sorted by (id, start).
+/// Most cpu_ops (views, slices) launch nothing, so they are left out.
+struct OpsByExternalId(Vec<u32>);
+
+impl OpsByExternalId {
+    /// The cpu_ops with External id `id`, by start.
+    fn get<'s>(&'s self, trace: &Trace, id: u64) -> Option<&'s [u32]> {
+        let ops = equal_range(&self.0, |&c| {
+            trace.cpu_ops[c as usize]
+                .external_id
+                .unwrap_or_default()
+                .cmp(&id)
+        });
+        (!ops.is_empty()).then_some(ops)
     }
-    for ops in by_external.values_mut() {
-        ops.sort_by_key(|&c| trace.cpu_ops[c as usize].ts);
+}
+
+fn index_cpu_ops_by_external_id(trace: &Trace, runtime_of: &[Option<u32>]) -> OpsByExternalId {
+    // The ids `link` looks up: the launching call's, and each op's own.
+    let mut wanted: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
+    for (op, runtime) in trace.gpu_ops.iter().zip(runtime_of) {
+        let call = runtime.map(|r| &trace.runtime[r as usize]);
+        wanted.extend(call.and_then(|c| c.external_id));
+        wanted.extend(op.external_id);
     }
-    by_external
+    let mut ops: Vec<u32> = (0..trace.cpu_ops.len() as u32)
+        .filter(|&c| {
+            trace.cpu_ops[c as usize]
+                .external_id
+                .is_some_and(|id| wanted.contains(&id))
+        })
+        .collect();
+    // Stable: equal starts keep file order, as the candidates always had.
+    ops.sort_by_key(|&c| {
+        let op = &trace.cpu_ops[c as usize];
+        (op.external_id, op.ts)
+    });
+    OpsByExternalId(ops)
 }
 
 /// The candidate on the launching thread that contains the launch, else the one that
@@ -225,21 +267,22 @@ fn pick_cpu_op(trace: &Trace, candidates: &[u32], thread: Thread, t: Ns) -> Opti
         .or_else(|| nearest_start_at_or_before(candidates, |&c| trace.cpu_ops[c as usize].ts, t))
 }
 
-/// A time interval on one thread; `item` indexes the event it came from.
+/// An open interval of the sweep: where it ends, and the event it came from.
 #[derive(Copy, Clone, Debug)]
 struct Interval {
-    start: Ns,
     end: Ns,
     item: u32,
 }
 
 /// For each query `(thread, t)`, calls `visit(query index, active)` with the intervals
-/// of that thread that contain `t`, outer..inner.
+/// of that thread that contain `t`, outer..inner. `items` lists each thread's events
+/// (in file order); `span` gives an event's (start, end).
 ///
 /// Intervals on one thread nest (call stacks), so one sorted sweep with a stack finds
 /// them: an interval that does not enclose a newer one has ended and is popped.
 fn sweep_active(
-    intervals: HashMap<Thread, Vec<Interval>>,
+    mut items: HashMap<Thread, Vec<u32>>,
+    span: impl Fn(u32) -> (Ns, Ns),
     queries: &[Option<(Thread, Ns)>],
     mut visit: impl FnMut(usize, &[Interval]),
 ) {
@@ -249,24 +292,33 @@ fn sweep_active(
             queries_by_thread.entry(thread).or_default().push((t, q));
         }
     }
-    let mut intervals = intervals;
     for (thread, mut queries) in queries_by_thread {
-        let Some(mut thread_intervals) = intervals.remove(&thread) else {
+        let Some(mut thread_items) = items.remove(&thread) else {
             continue;
         };
-        // Outer before inner when two start together.
-        thread_intervals.sort_by_key(|iv| (iv.start, std::cmp::Reverse(iv.end)));
+        // Outer before inner when two start together; stable, so equal intervals keep
+        // file order. Traces are mostly written in this order already.
+        let key = |i: &u32| {
+            let (start, end) = span(*i);
+            (start, std::cmp::Reverse(end))
+        };
+        if !thread_items.is_sorted_by_key(key) {
+            thread_items.sort_by_key(key);
+        }
         queries.sort_unstable();
         let mut stack: Vec<Interval> = Vec::new();
         let mut next = 0;
         for (t, q) in queries {
-            while next < thread_intervals.len() && thread_intervals[next].start <= t + TOLERANCE_NS
-            {
-                let iv = thread_intervals[next];
-                while stack.last().is_some_and(|top| top.end < iv.end) {
+            while next < thread_items.len() {
+                let item = thread_items[next];
+                let (start, end) = span(item);
+                if start > t + TOLERANCE_NS {
+                    break;
+                }
+                while stack.last().is_some_and(|top| top.end < end) {
                     stack.pop();
                 }
-                stack.push(iv);
+                stack.push(Interval { end, item });
                 next += 1;
             }
             while stack.last().is_some_and(|top| top.end + TOLERANCE_NS < t) {
@@ -277,21 +329,34 @@ fn sweep_active(
     }
 }
 
+/// Each launching thread's events, by `thread_of`; other threads' are left out.
+fn items_on_launching_threads(
+    count: usize,
+    thread_of: impl Fn(usize) -> Thread,
+    points: &[Option<(Thread, Ns)>],
+) -> HashMap<Thread, Vec<u32>> {
+    let mut items: HashMap<Thread, Vec<u32>> = HashMap::default();
+    for (thread, _) in points.iter().flatten() {
+        items.entry(*thread).or_default();
+    }
+    for i in 0..count {
+        if let Some(list) = items.get_mut(&thread_of(i)) {
+            list.push(i as u32);
+        }
+    }
+    items
+}
+
 /// The innermost cpu_op containing each launch point.
 fn innermost_cpu_ops(trace: &Trace, points: &[Option<(Thread, Ns)>]) -> Vec<Option<u32>> {
-    let mut intervals: HashMap<Thread, Vec<Interval>> = HashMap::default();
-    for (i, op) in trace.cpu_ops.iter().enumerate() {
-        intervals
-            .entry((op.pid, op.tid))
-            .or_default()
-            .push(Interval {
-                start: op.ts,
-                end: op.ts + op.dur,
-                item: i as u32,
-            });
-    }
+    let ops = &trace.cpu_ops;
+    let items = items_on_launching_threads(ops.len(), |i| (ops[i].pid, ops[i].tid), points);
+    let span = |i: u32| {
+        let op = &ops[i as usize];
+        (op.ts, op.ts + op.dur)
+    };
     let mut innermost = vec![None; points.len()];
-    sweep_active(intervals, points, |q, active| {
+    sweep_active(items, span, points, |q, active| {
         innermost[q] = active.last().map(|iv| iv.item);
     });
     innermost
@@ -302,23 +367,19 @@ fn python_stacks(
     trace: &Trace,
     points: &[Option<(Thread, Ns)>],
 ) -> (Vec<Option<StackId>>, Vec<Vec<Sym>>) {
-    let mut intervals: HashMap<Thread, Vec<Interval>> = HashMap::default();
-    for (i, frame) in trace.py_frames.iter().enumerate() {
-        intervals
-            .entry((frame.pid, frame.tid))
-            .or_default()
-            .push(Interval {
-                start: frame.ts,
-                end: frame.end(),
-                item: i as u32,
-            });
-    }
+    let frames = &trace.py_frames;
+    let items =
+        items_on_launching_threads(frames.len(), |i| (frames[i].pid, frames[i].tid), points);
+    let span = |i: u32| {
+        let frame = &frames[i as usize];
+        (frame.ts, frame.end())
+    };
     let mut ids: HashMap<Vec<Sym>, StackId> = HashMap::default();
     let mut stacks: Vec<Vec<Sym>> = Vec::new();
     let mut stack_of = vec![None; points.len()];
     // Kernels of one graph replay share a launch point: reuse the last answer.
     let mut last: Option<((Thread, Ns), Option<StackId>)> = None;
-    sweep_active(intervals, points, |q, active| {
+    sweep_active(items, span, points, |q, active| {
         if let (Some((point, id)), Some(now)) = (last, points[q]) {
             if point == now {
                 stack_of[q] = id;
@@ -331,7 +392,7 @@ fn python_stacks(
         }
         let names: Vec<Sym> = active
             .iter()
-            .map(|iv| trace.py_frames[iv.item as usize].name)
+            .map(|iv| frames[iv.item as usize].name)
             .collect();
         let id = *ids.entry(names).or_insert_with_key(|names| {
             stacks.push(names.clone());

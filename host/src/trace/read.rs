@@ -36,6 +36,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::error::TriageError;
+use scan::Scan;
+
+mod scan;
 use crate::trace::event::{
     Annotation, CpuOp, GpuKind, GpuOp, Ns, PyFrame, RuntimeCall, Schema, Sym, Trace,
 };
@@ -44,19 +47,46 @@ use crate::trace::event::{
 ///
 /// `progress` is called now and then with the number of file bytes (compressed, for a
 /// gzip file) consumed so far, and once at the end.
+///
+/// With `LLM_TRIAGE_READER=reference` in the environment it reads like
+/// [`read_trace_reference`]: tests check that both give byte-identical reports.
 pub fn read_trace(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<Trace, TriageError> {
-    read_trace_in_chunks(path, progress, CHUNK)
+    let parser = match std::env::var_os("LLM_TRIAGE_READER") {
+        Some(v) if v == "reference" => EventParser::Reference,
+        _ => EventParser::Fast,
+    };
+    read_trace_with(path, progress, CHUNK, parser)
 }
 
-/// [`read_trace`] with a chosen refill size (tests use tiny ones to cross every boundary).
-fn read_trace_in_chunks(
+/// [`read_trace`] with serde parsing every event: the straightforward path, slower,
+/// which the fast scanner must always agree with.
+pub fn read_trace_reference(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Trace, TriageError> {
+    read_trace_with(path, progress, CHUNK, EventParser::Reference)
+}
+
+/// Which parser reads the event objects.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum EventParser {
+    /// The hand-written scanner (`scan.rs`) for the common shape, serde for the rest.
+    Fast,
+    /// serde for every event.
+    Reference,
+}
+
+/// [`read_trace`] with a chosen refill size (tests use tiny ones to cross every boundary)
+/// and parser.
+fn read_trace_with(
     path: &Path,
     progress: &mut dyn FnMut(u64),
     chunk: usize,
+    parser: EventParser,
 ) -> Result<Trace, TriageError> {
     let source = open_source(path)?;
     let mut stream = ByteStream::new(source, progress, chunk);
-    let mut builder = TraceBuilder::new(path);
+    let mut builder = TraceBuilder::new(path, parser);
     let outcome = read_document(&mut stream, &mut builder);
     let json_bytes = stream.end_offset();
     let compressed = stream.consumed.load(Ordering::Relaxed);
@@ -800,7 +830,9 @@ fn read_events(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<()
         return Ok(());
     }
     loop {
-        if !parse_event_in_place(stream, builder)? {
+        let parsed = (builder.parser == EventParser::Fast && scan_event_in_place(stream, builder)?)
+            || parse_event_in_place(stream, builder)?;
+        if !parsed {
             let start = stream.offset();
             let len = stream.value_span(true, CONTEXT)?;
             let span = &stream.unread()[..len];
@@ -824,7 +856,37 @@ fn read_events(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<()
     }
 }
 
-/// The fast path for the common element, a well-formed event object: serde parses it
+/// The fastest path, for the common event shape (see `scan.rs`): the hand-written
+/// scanner reads it from the buffer. Returns false, consuming nothing, for anything it
+/// declines; serde then reads the element.
+fn scan_event_in_place(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<bool, Fail> {
+    loop {
+        if stream.peek_token()? != Some(b'{') {
+            return Ok(false);
+        }
+        let Some(text) = stream.unread_text() else {
+            return Ok(false);
+        };
+        match scan::scan_event(text) {
+            Scan::Event(event, len) => {
+                builder.trace.event_count += 1;
+                builder.add_event(event);
+                stream.pos += len;
+                return Ok(true);
+            }
+            Scan::Unusual => return Ok(false),
+            // Each retry scans from the event's start again: past a few chunks (a huge
+            // string inside), the linear scanner path takes over.
+            Scan::NeedMore => {
+                if stream.unread().len() > IN_PLACE_LIMIT || !stream.fill()? {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}
+
+/// The serde path for an event object, a well-formed event object: serde parses it
 /// straight from the buffer and reports where it ended, so the scanner never runs. An
 /// object cut by the buffer's end is retried after a refill. Returns false, consuming
 /// nothing, for anything else (not an object, invalid, `NaN`s, end of input): the
@@ -870,9 +932,9 @@ struct RawEvent<'a> {
     #[serde(borrow, default)]
     cat: Option<Text<'a>>,
     #[serde(borrow, default)]
-    ts: Option<&'a RawValue>,
+    ts: Option<RawText<'a>>,
     #[serde(borrow, default)]
-    dur: Option<&'a RawValue>,
+    dur: Option<RawText<'a>>,
     #[serde(borrow, default)]
     pid: Option<Label<'a>>,
     #[serde(borrow, default)]
@@ -899,6 +961,16 @@ struct RawArgs<'a> {
     /// The name of `process_name` / `thread_name` metadata.
     #[serde(borrow, default)]
     name: Option<Label<'a>>,
+}
+
+/// A value's text as written: a number, or a string with its quotes (`ts`, `dur`).
+#[derive(Clone, Copy)]
+struct RawText<'a>(&'a str);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(|raw| RawText(raw.get()))
+    }
 }
 
 /// A string, borrowed from the input unless it had escapes. (serde's own `Cow` impl
@@ -1091,8 +1163,8 @@ impl<'de> Deserialize<'de> for IntArg {
 /// Microseconds (a JSON number or numeric string) to integer nanoseconds, exactly from
 /// the decimal text; rounds to the nearest ns past three decimals. `None` for absent,
 /// `null` and non-numeric values.
-fn micros_to_ns(raw: Option<&RawValue>) -> Option<Ns> {
-    let text = raw?.get();
+fn micros_to_ns(raw: Option<RawText>) -> Option<Ns> {
+    let text = raw?.0;
     let text = match text.as_bytes().first() {
         Some(b'"') => text.get(1..text.len().saturating_sub(1))?.trim(),
         _ => text,
@@ -1268,6 +1340,7 @@ fn non_finite_to_null(span: &[u8]) -> Vec<u8> {
 
 struct TraceBuilder {
     trace: Trace,
+    parser: EventParser,
     /// The last integer pids/tids interned: consecutive events mostly share them, and
     /// this skips formatting and hashing their text again.
     recent_ints: [Option<(i64, Sym)>; 2],
@@ -1344,12 +1417,13 @@ fn looks_like_python_scope(name: &str) -> bool {
 }
 
 impl TraceBuilder {
-    fn new(path: &Path) -> Self {
+    fn new(path: &Path, parser: EventParser) -> Self {
         TraceBuilder {
             trace: Trace {
                 path: path.to_path_buf(),
                 ..Trace::default()
             },
+            parser,
             recent_ints: [None; 2],
         }
     }
@@ -1692,7 +1766,7 @@ mod tests {
     }
 
     fn read(path: &Path) -> Result<Trace, TriageError> {
-        read_trace(path, &mut |_| {})
+        read_trace_in_chunks(path, &mut |_| {}, CHUNK)
     }
 
     /// The error message of reading `path` (a Trace is too big to print on failure).
@@ -2040,6 +2114,26 @@ mod tests {
         assert_eq!(t.skipped.malformed, 4);
         assert_eq!(t.skipped.zero_duration, 1);
         assert_eq!(t.skipped.bad_time, 3);
+    }
+
+    /// Reads with both parsers and a chosen refill size; they must agree.
+    fn read_trace_in_chunks(
+        path: &Path,
+        progress: &mut dyn FnMut(u64),
+        chunk: usize,
+    ) -> Result<Trace, TriageError> {
+        let fast = read_trace_with(path, progress, chunk, EventParser::Fast);
+        let reference = read_trace_with(path, &mut |_| {}, chunk, EventParser::Reference);
+        match (&fast, &reference) {
+            (Ok(f), Ok(r)) => assert!(f == r, "fast and reference traces differ"),
+            (Err(f), Err(r)) => assert_eq!(f.to_string(), r.to_string()),
+            _ => panic!(
+                "one parser failed: {:?} / {:?}",
+                fast.is_ok(),
+                reference.is_ok()
+            ),
+        }
+        fast
     }
 
     #[test]

@@ -1,0 +1,479 @@
+//! The hand-written fast path for the common event: a strict JSON object whose keys and
+//! kept strings have no escapes, with integer pids/tids/ids and number times.
+//!
+//! Why: serde's derived visitor costs about three quarters of the read time (key
+//! matching through a generic visitor, `IgnoredAny` over the big `args` arrays). This
+//! scanner reads the same fields in one pass over the bytes.
+//!
+//! Contract: when it returns [`Scan::Event`], serde would have produced the same
+//! [`RawEvent`] from the same text (and ended at the same byte). Everything it is not
+//! sure of (escapes, floats where an integer is expected, duplicate keys, `NaN`, invalid
+//! JSON, deep nesting) is [`Scan::Unusual`], and the caller hands the element to serde,
+//! which decides. So it may decline often but never disagrees. Skipped values are
+//! validated as strictly as serde does (strings without control characters, the JSON
+//! number grammar, exact literals, commas and colons in place), so an invalid document
+//! fails with serde's message, not silently.
+
+use std::borrow::Cow;
+
+use super::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text};
+
+/// What the scanner made of the text at the start of an event.
+// Returned by value once per event; boxing the event would allocate per event.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Scan<'a> {
+    /// The event and its length in bytes.
+    Event(RawEvent<'a>, usize),
+    /// The text ends inside the event: refill and scan again.
+    NeedMore,
+    /// Not the common shape: let serde read it.
+    Unusual,
+}
+
+/// Why scanning stopped early.
+enum Stop {
+    NeedMore,
+    Unusual,
+}
+
+type Step<T> = Result<T, Stop>;
+
+/// serde_json refuses nesting deeper than 128; stay well inside it.
+const MAX_DEPTH: usize = 64;
+
+/// Scans one event object at the start of `text` (which starts with `{`).
+pub(super) fn scan_event(text: &str) -> Scan<'_> {
+    let mut cursor = Cursor {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    match cursor.event() {
+        Ok(event) => Scan::Event(event, cursor.pos),
+        Err(Stop::NeedMore) => Scan::NeedMore,
+        Err(Stop::Unusual) => Scan::Unusual,
+    }
+}
+
+struct Cursor<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+/// Sets a field once; a second occurrence is serde's "duplicate field" error.
+fn set_once<T>(slot: &mut Option<T>, value: T) -> Step<()> {
+    if slot.is_some() {
+        return Err(Stop::Unusual);
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&self) -> Step<u8> {
+        self.bytes.get(self.pos).copied().ok_or(Stop::NeedMore)
+    }
+
+    fn skip_ws(&mut self) -> Step<u8> {
+        loop {
+            let b = self.peek()?;
+            if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+                return Ok(b);
+            }
+            self.pos += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8) -> Step<()> {
+        if self.skip_ws()? != byte {
+            return Err(Stop::Unusual);
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// After a member: true for `,` (another follows), false for the closing byte.
+    fn next_member(&mut self, close: u8) -> Step<bool> {
+        match self.skip_ws()? {
+            b',' => {
+                self.pos += 1;
+                Ok(true)
+            }
+            b if b == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            _ => Err(Stop::Unusual),
+        }
+    }
+
+    fn event(&mut self) -> Step<RawEvent<'a>> {
+        let mut name = None;
+        let mut ph = None;
+        let mut cat = None;
+        let mut ts = None;
+        let mut dur = None;
+        let mut pid = None;
+        let mut tid = None;
+        let mut args = None;
+        self.expect(b'{')?;
+        if self.skip_ws()? == b'}' {
+            self.pos += 1;
+        } else {
+            loop {
+                let key = self.key()?;
+                // `Some(None)` records a `null` value: present for the duplicate check.
+                match key {
+                    "ph" => set_once(&mut ph, self.opt(Self::text)?)?,
+                    "cat" => set_once(&mut cat, self.opt(Self::text)?)?,
+                    "name" => set_once(&mut name, self.opt(Self::text)?)?,
+                    "pid" => set_once(&mut pid, self.opt(Self::label)?)?,
+                    "tid" => set_once(&mut tid, self.opt(Self::label)?)?,
+                    "ts" => set_once(&mut ts, self.opt(Self::time)?)?,
+                    "dur" => set_once(&mut dur, self.opt(Self::time)?)?,
+                    "args" => set_once(&mut args, self.opt(Self::args)?)?,
+                    _ => self.skip_value(1)?,
+                }
+                if !self.next_member(b'}')? {
+                    break;
+                }
+            }
+        }
+        Ok(RawEvent {
+            name: name.flatten(),
+            ph: ph.flatten(),
+            cat: cat.flatten(),
+            ts: ts.flatten(),
+            dur: dur.flatten(),
+            pid: pid.flatten(),
+            tid: tid.flatten(),
+            args: args.flatten(),
+        })
+    }
+
+    fn args(&mut self) -> Step<RawArgs<'a>> {
+        let mut external_id = None;
+        let mut legacy_external_id = None;
+        let mut correlation = None;
+        let mut stream = None;
+        let mut cuda_stream = None;
+        let mut device = None;
+        let mut name = None;
+        self.expect(b'{')?;
+        if self.skip_ws()? == b'}' {
+            self.pos += 1;
+        } else {
+            loop {
+                let key = self.key()?;
+                match key {
+                    "External id" => set_once(&mut external_id, self.id()?)?,
+                    "external id" => set_once(&mut legacy_external_id, self.id()?)?,
+                    "correlation" => set_once(&mut correlation, self.id()?)?,
+                    "stream" => set_once(&mut stream, self.int_arg()?)?,
+                    "cuda_stream" => set_once(&mut cuda_stream, self.int_arg()?)?,
+                    "device" => set_once(&mut device, self.int_arg()?)?,
+                    "name" => set_once(&mut name, self.opt(Self::label)?)?,
+                    _ => self.skip_value(2)?,
+                }
+                if !self.next_member(b'}')? {
+                    break;
+                }
+            }
+        }
+        Ok(RawArgs {
+            external_id: external_id.unwrap_or_default(),
+            legacy_external_id: legacy_external_id.unwrap_or_default(),
+            correlation: correlation.unwrap_or_default(),
+            stream: stream.unwrap_or_default(),
+            cuda_stream: cuda_stream.unwrap_or_default(),
+            device: device.unwrap_or_default(),
+            name: name.flatten(),
+        })
+    }
+
+    /// An object key and its colon.
+    fn key(&mut self) -> Step<&'a str> {
+        if self.skip_ws()? != b'"' {
+            return Err(Stop::Unusual);
+        }
+        let key = self.plain_string()?;
+        self.expect(b':')?;
+        Ok(key)
+    }
+
+    /// `null` as `None`, else the value `read` reads (serde's `Option`).
+    fn opt<T>(&mut self, read: fn(&mut Self) -> Step<T>) -> Step<Option<T>> {
+        if self.skip_ws()? == b'n' {
+            self.literal(b"null")?;
+            return Ok(None);
+        }
+        read(self).map(Some)
+    }
+
+    fn text(&mut self) -> Step<Text<'a>> {
+        if self.skip_ws()? != b'"' {
+            return Err(Stop::Unusual);
+        }
+        Ok(Text(Cow::Borrowed(self.plain_string()?)))
+    }
+
+    /// A string or an integer (what serde's `Label` visitor gets from them).
+    fn label(&mut self) -> Step<Label<'a>> {
+        match self.skip_ws()? {
+            b'"' => Ok(Label::Text(Cow::Borrowed(self.plain_string()?))),
+            _ => Ok(Label::Int(self.integer()?)),
+        }
+    }
+
+    /// A `ts`/`dur`: the number's text, or a string's text with its quotes (the raw
+    /// value serde would hand over).
+    fn time(&mut self) -> Step<RawText<'a>> {
+        let first = self.skip_ws()?;
+        let start = self.pos;
+        match first {
+            b'"' => {
+                self.plain_string()?;
+            }
+            _ => self.number()?,
+        }
+        Ok(RawText(&self.text[start..self.pos]))
+    }
+
+    /// `correlation` / `External id`: integers and `null`; digit strings as serde's `Id`
+    /// visitor reads them.
+    fn id(&mut self) -> Step<Id> {
+        match self.skip_ws()? {
+            b'n' => {
+                self.literal(b"null")?;
+                Ok(Id(None))
+            }
+            b'"' => {
+                let s = self.plain_string()?;
+                let digits = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+                Ok(Id(if digits { s.parse().ok() } else { None }))
+            }
+            // Negative ids are absent, as `u64::try_from` makes them.
+            _ => Ok(Id(u64::try_from(self.integer()?).ok())),
+        }
+    }
+
+    /// `stream` / `device`: integers, `null`, and strings as serde's `IntArg` reads them.
+    fn int_arg(&mut self) -> Step<IntArg> {
+        match self.skip_ws()? {
+            b'n' => {
+                self.literal(b"null")?;
+                Ok(IntArg(None))
+            }
+            b'"' => Ok(IntArg(self.plain_string()?.trim().parse().ok())),
+            _ => Ok(IntArg(Some(self.integer()?))),
+        }
+    }
+
+    /// An integer of at most 18 digits (always an `i64`); anything else, floats
+    /// included, is serde's to judge.
+    fn integer(&mut self) -> Step<i64> {
+        let negative = self.peek()? == b'-';
+        let start = self.pos + usize::from(negative);
+        let mut i = start;
+        let mut value: i64 = 0;
+        while let Some(&b) = self.bytes.get(i) {
+            if !b.is_ascii_digit() {
+                break;
+            }
+            value = value * 10 + i64::from(b - b'0');
+            i += 1;
+            if i - start > 18 {
+                return Err(Stop::Unusual);
+            }
+        }
+        let digits = i - start;
+        let Some(&after) = self.bytes.get(i) else {
+            return Err(Stop::NeedMore);
+        };
+        // No digits, a leading zero, `-0` (serde reads it as a float), or a fraction or
+        // exponent next.
+        if digits == 0
+            || (digits > 1 && self.bytes[start] == b'0')
+            || (negative && value == 0)
+            || matches!(after, b'.' | b'e' | b'E')
+        {
+            return Err(Stop::Unusual);
+        }
+        self.pos = i;
+        Ok(if negative { -value } else { value })
+    }
+
+    /// Any JSON number, checked against the grammar.
+    fn number(&mut self) -> Step<()> {
+        let b = self.bytes;
+        let mut i = self.pos;
+        let at = |i: usize| b.get(i).copied().ok_or(Stop::NeedMore);
+        let digits = |mut i: usize| -> Step<usize> {
+            let start = i;
+            while at(i)?.is_ascii_digit() {
+                i += 1;
+            }
+            if i == start {
+                return Err(Stop::Unusual);
+            }
+            Ok(i)
+        };
+        if at(i)? == b'-' {
+            i += 1;
+        }
+        if at(i)? == b'0' {
+            i += 1;
+            if at(i)?.is_ascii_digit() {
+                return Err(Stop::Unusual);
+            }
+        } else {
+            i = digits(i)?;
+        }
+        if at(i)? == b'.' {
+            i = digits(i + 1)?;
+        }
+        if matches!(at(i)?, b'e' | b'E') {
+            i += 1;
+            if matches!(at(i)?, b'+' | b'-') {
+                i += 1;
+            }
+            i = digits(i)?;
+        }
+        self.pos = i;
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Step<()> {
+        let end = self.pos + word.len();
+        let Some(have) = self.bytes.get(self.pos..end) else {
+            // A prefix of the word at the buffer's end may still become it.
+            let rest = &self.bytes[self.pos..];
+            return Err(if word.starts_with(rest) {
+                Stop::NeedMore
+            } else {
+                Stop::Unusual
+            });
+        };
+        if have != word {
+            return Err(Stop::Unusual);
+        }
+        self.pos = end;
+        Ok(())
+    }
+
+    /// A string without escapes, borrowed; `pos` is at its opening quote.
+    fn plain_string(&mut self) -> Step<&'a str> {
+        let start = self.pos + 1;
+        let i = string_stop(self.bytes, start);
+        if *self.bytes.get(i).ok_or(Stop::NeedMore)? != b'"' {
+            return Err(Stop::Unusual);
+        }
+        self.pos = i + 1;
+        // Quotes are ASCII, so both ends are character boundaries.
+        Ok(&self.text[start..i])
+    }
+
+    /// A skipped string: simple escapes are fine, `\u` is serde's to judge.
+    fn skip_string(&mut self) -> Step<()> {
+        let mut i = self.pos + 1;
+        loop {
+            i = string_stop(self.bytes, i);
+            let b = *self.bytes.get(i).ok_or(Stop::NeedMore)?;
+            match b {
+                b'"' => break,
+                b'\\' => {
+                    let escaped = *self.bytes.get(i + 1).ok_or(Stop::NeedMore)?;
+                    if !matches!(
+                        escaped,
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't'
+                    ) {
+                        return Err(Stop::Unusual);
+                    }
+                    i += 2;
+                }
+                _ => return Err(Stop::Unusual),
+            }
+        }
+        self.pos = i + 1;
+        Ok(())
+    }
+
+    /// Skips any value, checking it as serde's `IgnoredAny` would; `depth` is the
+    /// nesting of the enclosing object.
+    fn skip_value(&mut self, depth: usize) -> Step<()> {
+        // The open containers as a bit stack (1 = object), innermost in bit 0.
+        let mut objects: u64 = 0;
+        let mut open = 0usize;
+        loop {
+            // One value.
+            match self.skip_ws()? {
+                b'"' => self.skip_string()?,
+                b @ (b'{' | b'[') => {
+                    self.pos += 1;
+                    if depth + open + 1 > MAX_DEPTH {
+                        return Err(Stop::Unusual);
+                    }
+                    let close = if b == b'{' { b'}' } else { b']' };
+                    if self.skip_ws()? == close {
+                        self.pos += 1;
+                    } else {
+                        objects = objects << 1 | u64::from(b == b'{');
+                        open += 1;
+                        if b == b'{' {
+                            self.key()?;
+                        }
+                        continue;
+                    }
+                }
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                _ => self.number()?,
+            }
+            // After a value: the next member, or close containers.
+            loop {
+                if open == 0 {
+                    return Ok(());
+                }
+                let object = objects & 1 == 1;
+                if self.next_member(if object { b'}' } else { b']' })? {
+                    if object {
+                        self.key()?;
+                    }
+                    break;
+                }
+                objects >>= 1;
+                open -= 1;
+            }
+        }
+    }
+}
+
+/// The index of the first byte from `i` on that ends a plain run inside a string (`"`,
+/// `\\` or a control character), or `bytes.len()`. Eight bytes at a time: strings are
+/// most of a trace's bytes.
+fn string_stop(bytes: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        // The high bit of each byte that is zero (in `quote`, `backslash`) or below 0x20
+        // (in `word`). Borrows only flag bytes above a true match, so the lowest flag is
+        // exact.
+        let stops = (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (word.wrapping_sub(ONES * 0x20) & !word);
+        let stops = stops & HIGH;
+        if stops != 0 {
+            return i + (stops.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    let rest = bytes.get(i..).unwrap_or_default();
+    rest.iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map_or(bytes.len(), |k| i + k)
+}
