@@ -403,6 +403,7 @@ fn plugin_notes(set: &PluginSet) -> Vec<String> {
     set.rejected
         .iter()
         .map(|r| format!("plugin {} not loaded: {}", r.path.display(), r.reason))
+        .chain(set.warnings.iter().cloned())
         .collect()
 }
 

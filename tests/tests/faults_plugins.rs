@@ -242,6 +242,55 @@ fn files_that_are_not_plugins_are_noted_and_the_run_goes_on() {
 }
 
 #[test]
+fn a_plugin_directory_anyone_may_write_to_is_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let plugins = tempfile::tempdir().unwrap();
+    install(
+        plugins.path(),
+        "llm_triage_plugin_vllm",
+        &so("llm_triage_plugin_vllm"),
+    );
+    std::fs::set_permissions(plugins.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let dir = plugins.path().to_str().unwrap();
+    let warning = format!(
+        "plugin directory {dir} is writable by every user: anyone can put a library there that llm-triage then runs as you; `chmod o-w` it"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let trace = valid_trace(work.path());
+    let ran = run(&[
+        "--plugin-dir",
+        dir,
+        "--framework",
+        "sglang",
+        "--format",
+        "json",
+        "--input",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(kernel_rows(&report), valid_rows(), "the plugins still load");
+    assert!(notes(&report).contains(&warning), "{:?}", notes(&report));
+
+    let doctor = run(&["plugins", "doctor", "--plugin-dir", dir]);
+    assert_eq!(doctor.code, 0, "{}", doctor.stderr);
+    assert!(
+        doctor.stdout.contains(&format!("  warning: {warning}\n")),
+        "{}",
+        doctor.stdout
+    );
+
+    // Not world-writable: no warning.
+    std::fs::set_permissions(plugins.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let doctor = run(&["plugins", "doctor", "--plugin-dir", dir]);
+    assert!(
+        !doctor.stdout.contains("writable by every user"),
+        "{}",
+        doctor.stdout
+    );
+}
+
+#[test]
 fn no_usable_plugin_at_all_is_exit_6() {
     // A copy of the binary alone in a directory, with only a broken plugin to find.
     let bin_dir = tempfile::tempdir().unwrap();

@@ -34,6 +34,8 @@ pub struct PluginSet {
     /// In search order; names and aliases are unique.
     pub engines: Vec<Engine>,
     pub rejected: Vec<Rejected>,
+    /// Search directories any user may write to (their plugins still load).
+    pub warnings: Vec<String>,
 }
 
 /// A candidate file that was not loaded, and why.
@@ -141,6 +143,9 @@ pub fn load_all(dirs: &[PathBuf]) -> PluginSet {
         let Ok(files) = candidate_files(dir) else {
             continue;
         };
+        if let Some(warning) = writable_by_all(dir) {
+            set.warnings.push(warning);
+        }
         for path in files {
             // The same file reached twice (a symlinked dir, a dir listed twice) is one plugin.
             if !opened.insert(identity(&path)) {
@@ -156,6 +161,19 @@ pub fn load_all(dirs: &[PathBuf]) -> PluginSet {
         }
     }
     set
+}
+
+/// A warning when any user may write to `dir`: whoever can put a file there runs native
+/// code as the user of llm-triage.
+pub fn writable_by_all(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(dir).ok()?.permissions().mode();
+    (mode & 0o002 != 0).then(|| {
+        format!(
+            "plugin directory {} is writable by every user: anyone can put a library there that llm-triage then runs as you; `chmod o-w` it",
+            dir.display()
+        )
+    })
 }
 
 /// Opens one plugin file and checks it: abi_stable header, plugin-API version, type

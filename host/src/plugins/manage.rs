@@ -200,6 +200,9 @@ pub fn doctor_on(dirs: &[PathBuf], today: i64) -> Result<String, TriageError> {
             ));
         }
     }
+    for warning in &set.warnings {
+        lines.push(format!("  warning: {warning}"));
+    }
     lines.push(format!(
         "Summary: {} loaded, {} rejected.",
         set.engines.len(),
