@@ -20,7 +20,14 @@ fn run(input: &Path, format: &str, reference: bool) -> (Option<i32>, Vec<u8>, Ve
         cmd.env_remove("LLM_TRIAGE_READER");
     }
     let out = cmd
-        .args(["--framework", "auto", "--min-share", "0", "--format", format])
+        .args([
+            "--framework",
+            "auto",
+            "--min-share",
+            "0",
+            "--format",
+            format,
+        ])
         .arg("--input")
         .arg(input)
         .output()
@@ -34,7 +41,12 @@ fn assert_identical(input: &Path) -> usize {
     for format in ["markdown", "text", "json"] {
         let fast = run(input, format, false);
         let reference = run(input, format, true);
-        assert_eq!(fast.0, reference.0, "{} {format}: exit code", input.display());
+        assert_eq!(
+            fast.0,
+            reference.0,
+            "{} {format}: exit code",
+            input.display()
+        );
         assert!(
             fast.1 == reference.1,
             "{} {format}: reports differ",
@@ -47,7 +59,11 @@ fn assert_identical(input: &Path) -> usize {
             input.display()
         );
         if fast.0 == Some(0) {
-            assert!(fast.1.len() > 200, "{} {format}: empty report", input.display());
+            assert!(
+                fast.1.len() > 200,
+                "{} {format}: empty report",
+                input.display()
+            );
             succeeded += 1;
         }
     }
