@@ -252,7 +252,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     if !data.ends_with(b"\n") {
         data.push(b'\n');
     }
-    std::fs::write(&tmp, &data).map_err(fail)?;
+    // A write that fails part way (disk full) leaves no temporary file behind either.
+    std::fs::write(&tmp, &data).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e)
+    })?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         fail(e)

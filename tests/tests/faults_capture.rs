@@ -9,7 +9,7 @@ mod hostile_support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hostile_support::{assert_refused, run, Ran};
+use hostile_support::{assert_refused, run, FullDisk, Ran};
 use llm_triage_tests::emulator::{Config, Emulator, Faults};
 use llm_triage_tests::Engine;
 
@@ -198,45 +198,6 @@ fn a_trace_replaced_by_a_cut_copy_is_never_read() {
     assert!(line.contains("gzip stream not closed"), "{line}");
     assert_eq!(stops(&emu), 1);
     assert_no_report(dir.path());
-}
-
-/// A tmpfs of `kib` KiB at a new directory, filled up; unmounted when dropped. `None`
-/// where mounting is not permitted.
-struct FullDisk {
-    dir: tempfile::TempDir,
-}
-
-impl FullDisk {
-    fn mount(kib: u32) -> Option<FullDisk> {
-        let dir = tempfile::tempdir().ok()?;
-        let mounted = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
-            .arg(dir.path())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .ok()?
-            .success();
-        if !mounted {
-            return None;
-        }
-        let disk = FullDisk { dir };
-        // Fill it: the write fails part way with ENOSPC.
-        let filler = vec![0u8; kib as usize * 2048];
-        assert!(std::fs::write(disk.path().join("filler"), filler).is_err());
-        Some(disk)
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-impl Drop for FullDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.dir.path())
-            .status();
-    }
 }
 
 #[test]

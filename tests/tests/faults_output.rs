@@ -118,6 +118,40 @@ fn an_output_path_that_cannot_be_written_is_one_line() {
 }
 
 #[test]
+fn a_full_disk_leaves_the_old_report_and_no_temporary_file() {
+    // Where this machine lets the test mount a small tmpfs.
+    let Some(disk) = FullDisk::mount(64) else {
+        eprintln!("mount not permitted: full-disk case not run");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let trace = many_kernels(dir.path(), 200);
+    // The old report was there before the disk filled up.
+    let report = disk.path().join("report.md");
+    let _ = std::fs::remove_file(disk.path().join("filler"));
+    std::fs::write(&report, "old report\n").unwrap();
+    let filler = vec![0u8; 128 << 10];
+    assert!(std::fs::write(disk.path().join("filler"), filler).is_err());
+    let ran = run(&[
+        "--framework",
+        "sglang",
+        "--min-share",
+        "0",
+        "--input",
+        trace.to_str().unwrap(),
+        "--output",
+        report.to_str().unwrap(),
+    ]);
+    assert_refused(
+        &ran,
+        3,
+        &[&format!("{}: No space left on device", report.display())],
+    );
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "old report\n");
+    assert_eq!(names_in(disk.path()), ["filler", "report.md"]);
+}
+
+#[test]
 fn a_closed_stdout_pipe_is_a_quiet_exit_0() {
     let dir = tempfile::tempdir().unwrap();
     let trace = many_kernels(dir.path(), 3000);

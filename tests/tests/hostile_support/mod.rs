@@ -175,3 +175,42 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// A tmpfs of `kib` KiB at a new directory, filled up; unmounted when dropped. `None`
+/// where mounting is not permitted.
+pub struct FullDisk {
+    dir: tempfile::TempDir,
+}
+
+impl FullDisk {
+    pub fn mount(kib: u32) -> Option<FullDisk> {
+        let dir = tempfile::tempdir().ok()?;
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .ok()?
+            .success();
+        if !mounted {
+            return None;
+        }
+        let disk = FullDisk { dir };
+        // Fill it: the write fails part way with ENOSPC.
+        let filler = vec![0u8; kib as usize * 2048];
+        assert!(std::fs::write(disk.path().join("filler"), filler).is_err());
+        Some(disk)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for FullDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
