@@ -10,7 +10,11 @@ use crate::analyze::families::FamilyRules;
 use crate::analyze::location::Locator;
 use crate::analyze::names::{canonical_name, short_name, SHORT_ARGS_MAX};
 use crate::report::model::{KernelRow, SiteShare, StageReport};
-use crate::trace::event::{Ns, Sym, Trace};
+use crate::trace::event::{Sym, Trace};
+
+/// Sums of durations: i128, so no hostile trace of huge durations can overflow them
+/// (one i64 `dur` fits; three 5e18 ns ones do not).
+type SumNs = i128;
 use crate::trace::link::{Linked, StackId};
 use crate::trace::stage::{Stage, StageSplit};
 
@@ -96,34 +100,39 @@ fn accumulate_stages(
 struct RowAccumulator {
     /// Order of first appearance in the stage, to break time ties.
     first_seen: usize,
-    total_ns: Ns,
+    total_ns: SumNs,
     launches: u64,
     raw_names: Vec<String>,
-    site_ns: HashMap<String, Ns>,
+    site_ns: HashMap<String, SumNs>,
     cpu_op_counts: HashMap<String, u64>,
 }
 
 #[derive(Clone, Default)]
 struct StageAccumulator {
-    total_ns: Ns,
+    total_ns: SumNs,
     rows: HashMap<String, RowAccumulator>,
-    unresolved_ns: Ns,
+    unresolved_ns: SumNs,
     unlinked: u64,
     graph_replays: u64,
     notes: Vec<String>,
 }
 
+/// The GPU pid every table covers: the one with the most GPU time (first seen on a tie).
+pub fn busiest_gpu_pid(trace: &Trace) -> Option<Sym> {
+    choose_gpu_pid(trace).map(|(pid, _)| pid)
+}
+
 /// The GPU pid a trace's table covers: the one with the most GPU time (first seen on a
 /// tie), and a note for each other GPU pid left out.
 fn choose_gpu_pid(trace: &Trace) -> Option<(Sym, Vec<String>)> {
-    let mut per_pid: Vec<(Sym, Ns, u64)> = Vec::new();
+    let mut per_pid: Vec<(Sym, SumNs, u64)> = Vec::new();
     for op in &trace.gpu_ops {
         match per_pid.iter_mut().find(|(pid, _, _)| *pid == op.pid) {
             Some(entry) => {
-                entry.1 += op.dur;
+                entry.1 += SumNs::from(op.dur);
                 entry.2 += 1;
             }
-            None => per_pid.push((op.pid, op.dur, 1)),
+            None => per_pid.push((op.pid, SumNs::from(op.dur), 1)),
         }
     }
     let &(chosen, _, _) = per_pid
@@ -171,7 +180,7 @@ fn accumulate_trace(
             touched.push(stage);
         }
         let acc = stages.entry(stage).or_default();
-        acc.total_ns += op.dur;
+        acc.total_ns += SumNs::from(op.dur);
         acc.unlinked += u64::from(site.runtime.is_none() && site.cpu_op.is_none());
         acc.graph_replays += u64::from(site.graph_replay);
 
@@ -190,7 +199,7 @@ fn accumulate_trace(
             None => None,
         };
         if location.is_none() {
-            acc.unresolved_ns += op.dur;
+            acc.unresolved_ns += SumNs::from(op.dur);
         }
         // Look up before inserting: one String allocation per row, not per op.
         if !acc.rows.contains_key(canonical.as_str()) {
@@ -204,13 +213,17 @@ fn accumulate_trace(
         let Some(row) = acc.rows.get_mut(canonical.as_str()) else {
             continue;
         };
-        row.total_ns += op.dur;
+        row.total_ns += SumNs::from(op.dur);
         row.launches += 1;
         let raw = trace.name(op.name);
         if !row.raw_names.iter().any(|r| r == raw) {
             row.raw_names.push(raw.to_string());
         }
-        add_to(&mut row.site_ns, location.unwrap_or(UNRESOLVED), op.dur);
+        add_to(
+            &mut row.site_ns,
+            location.unwrap_or(UNRESOLVED),
+            SumNs::from(op.dur),
+        );
         if let Some(cpu_op) = site.cpu_op {
             add_to(&mut row.cpu_op_counts, trace.name(cpu_op), 1);
         }
@@ -236,7 +249,7 @@ fn add_to<T: std::ops::AddAssign + Default>(map: &mut HashMap<String, T>, key: &
     }
 }
 
-fn percent(part: Ns, whole: Ns) -> f64 {
+fn percent(part: SumNs, whole: SumNs) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -329,10 +342,10 @@ fn sum_share(rows: &[KernelRow]) -> f64 {
 fn finish_row(
     name: String,
     row: RowAccumulator,
-    stage_ns: Ns,
+    stage_ns: SumNs,
     families: &FamilyRules,
 ) -> KernelRow {
-    let mut sites: Vec<(String, Ns)> = row.site_ns.into_iter().collect();
+    let mut sites: Vec<(String, SumNs)> = row.site_ns.into_iter().collect();
     sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut cpu_ops: Vec<(String, u64)> = row.cpu_op_counts.into_iter().collect();
     cpu_ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -370,7 +383,7 @@ fn summary_kernel_name(name: &str) -> String {
 
 /// "gemm 41.2%, attention 22.0%, communication 9.1% of 12.34 ms GPU time; top kernel
 /// nvjet_... 27.0%": the three largest families and the largest kernel.
-fn summary_line(rows: &[KernelRow], total_ns: Ns) -> String {
+fn summary_line(rows: &[KernelRow], total_ns: SumNs) -> String {
     if rows.is_empty() {
         return "no GPU work in this stage".to_string();
     }

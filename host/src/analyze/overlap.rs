@@ -29,7 +29,7 @@ pub mod sweep;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::analyze::families::FamilyRules;
-use crate::analyze::kernels::StagedTrace;
+use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::analyze::names::canonical_name;
 use crate::report::model::{OverlapPartner, OverlapRow, OverlapStage};
@@ -169,20 +169,6 @@ fn stage_ops(traces: &[StagedTrace<'_>]) -> BTreeMap<Stage, StageOps> {
     stages
 }
 
-/// The GPU pid with the most GPU time (first seen on a tie), as the kernel table picks.
-fn busiest_gpu_pid(trace: &Trace) -> Option<Sym> {
-    let mut per_pid: Vec<(Sym, Ns)> = Vec::new();
-    for op in &trace.gpu_ops {
-        match per_pid.iter_mut().find(|(pid, _)| *pid == op.pid) {
-            Some(entry) => entry.1 += op.dur,
-            None => per_pid.push((op.pid, op.dur)),
-        }
-    }
-    per_pid
-        .into_iter()
-        .reduce(|best, x| if x.1 > best.1 { x } else { best })
-        .map(|(pid, _)| pid)
-}
 
 /// The mapping stage for a formal stage (spec §5.4): the same stage, else `all`, else
 /// the only one.

@@ -89,7 +89,9 @@ pub struct GpuOp {
 
 impl GpuOp {
     pub fn end(&self) -> Ns {
-        self.ts + self.dur
+        // Saturating: a hostile trace may put ts + dur past i64; the reader counts those
+        // as bad times, and nothing downstream may panic on one that slips through.
+        self.ts.saturating_add(self.dur)
     }
 }
 
@@ -130,7 +132,9 @@ pub struct PyFrame {
 
 impl PyFrame {
     pub fn end(&self) -> Ns {
-        self.ts + self.dur
+        // Saturating: a hostile trace may put ts + dur past i64; the reader counts those
+        // as bad times, and nothing downstream may panic on one that slips through.
+        self.ts.saturating_add(self.dur)
     }
 }
 

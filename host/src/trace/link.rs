@@ -353,7 +353,7 @@ fn innermost_cpu_ops(trace: &Trace, points: &[Option<(Thread, Ns)>]) -> Vec<Opti
     let items = items_on_launching_threads(ops.len(), |i| (ops[i].pid, ops[i].tid), points);
     let span = |i: u32| {
         let op = &ops[i as usize];
-        (op.ts, op.ts + op.dur)
+        (op.ts, op.ts.saturating_add(op.dur))
     };
     let mut innermost = vec![None; points.len()];
     sweep_active(items, span, points, |q, active| {
