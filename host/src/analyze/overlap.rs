@@ -169,7 +169,6 @@ fn stage_ops(traces: &[StagedTrace<'_>]) -> BTreeMap<Stage, StageOps> {
     stages
 }
 
-
 /// The mapping stage for a formal stage (spec §5.4): the same stage, else `all`, else
 /// the only one.
 fn pick_stage(stages: &BTreeMap<Stage, StageOps>, stage: Stage) -> Option<&StageOps> {
