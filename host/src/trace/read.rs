@@ -29,6 +29,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
@@ -159,9 +160,9 @@ fn open_source(path: &Path) -> Result<Source, TriageError> {
     };
     let gzip = have == 2 && magic == [0x1f, 0x8b];
     let bytes: Box<dyn Read + Send> = if gzip {
-        let decoder =
-            flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(256 * 1024, counted));
-        Box::new(ThreadedReader::spawn(decoder))
+        Box::new(flate2::read::MultiGzDecoder::new(
+            io::BufReader::with_capacity(256 * 1024, counted),
+        ))
     } else {
         Box::new(counted)
     };
@@ -208,86 +209,62 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
-/// Runs a reader (the gzip decoder) on its own thread, handing over filled blocks, so
-/// decompression overlaps parsing. The thread ends when the input does, on an error, or
-/// when this side is dropped.
-struct ThreadedReader {
-    blocks: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
-    current: Vec<u8>,
-    at: usize,
-    done: bool,
+/// Runs a reader (the gzip decoder) on its own thread and hands over its bytes already
+/// decoded to text, so inflating and UTF-8 checking overlap parsing and the parser
+/// copies each byte once. Blocks go back to the thread for reuse (no allocation or
+/// zeroing per block). The thread ends when the input does, on an error, or when this
+/// side is dropped.
+struct TextBlocks {
+    blocks: Receiver<io::Result<String>>,
+    spare: SyncSender<String>,
 }
 
-/// Size of one handed-over block, and how many may wait.
-const BLOCK: usize = 1 << 20;
+/// How many decoded blocks may wait.
 const BLOCKS_IN_FLIGHT: usize = 4;
 
-impl ThreadedReader {
-    fn spawn<R: Read + Send + 'static>(mut inner: R) -> Self {
-        let (tx, rx) = std::sync::mpsc::sync_channel(BLOCKS_IN_FLIGHT);
-        std::thread::spawn(move || loop {
-            let mut block = vec![0u8; BLOCK];
-            let mut filled = 0;
-            let outcome = loop {
-                match inner.read(&mut block[filled..]) {
-                    Ok(0) => break Ok(()),
-                    Ok(n) => {
-                        filled += n;
-                        if filled == block.len() {
-                            break Ok(());
+impl TextBlocks {
+    fn spawn(mut inner: Box<dyn Read + Send>, block: usize) -> Self {
+        let (tx, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
+        let (spare, spares) = sync_channel::<String>(BLOCKS_IN_FLIGHT + 2);
+        std::thread::spawn(move || {
+            // `raw[..kept]` is an incomplete UTF-8 sequence left from the last block.
+            let mut raw = vec![0u8; block + 4];
+            let mut kept = 0;
+            loop {
+                let mut filled = kept;
+                let outcome = loop {
+                    match inner.read(&mut raw[filled..]) {
+                        Ok(0) => break Ok(true),
+                        Ok(n) => {
+                            filled += n;
+                            if filled == raw.len() {
+                                break Ok(false);
+                            }
                         }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => break Err(e),
                     }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => break Err(e),
+                };
+                let at_end = matches!(outcome, Ok(true));
+                let mut text = spares.try_recv().unwrap_or_default();
+                text.clear();
+                let decoded = decode_utf8(&mut text, &raw[..filled], at_end);
+                raw.copy_within(decoded..filled, 0);
+                kept = filled - decoded;
+                if !text.is_empty() && tx.send(Ok(text)).is_err() {
+                    return;
                 }
-            };
-            block.truncate(filled);
-            let last = filled == 0 || outcome.is_err();
-            if filled > 0 && tx.send(Ok(block)).is_err() {
-                return;
-            }
-            if let Err(e) = outcome {
-                let _ = tx.send(Err(e));
-            }
-            if last {
-                return;
+                match outcome {
+                    Ok(false) => {}
+                    Ok(true) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
             }
         });
-        ThreadedReader {
-            blocks: rx,
-            current: Vec::new(),
-            at: 0,
-            done: false,
-        }
-    }
-}
-
-impl Read for ThreadedReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.current.len() {
-            if self.done {
-                return Ok(0);
-            }
-            match self.blocks.recv() {
-                Ok(Ok(block)) => {
-                    self.current = block;
-                    self.at = 0;
-                }
-                Ok(Err(e)) => {
-                    self.done = true;
-                    return Err(e);
-                }
-                // The thread ended: the input is exhausted.
-                Err(_) => {
-                    self.done = true;
-                    return Ok(0);
-                }
-            }
-        }
-        let n = buf.len().min(self.current.len() - self.at);
-        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
+        TextBlocks { blocks, spare }
     }
 }
 
@@ -296,6 +273,17 @@ impl Read for ThreadedReader {
 
 /// Bytes read per refill.
 const CHUNK: usize = 2 << 20;
+
+/// Size of one block decoded by the gzip thread.
+const BLOCK: usize = 1 << 20;
+
+/// Where the document's text comes from.
+enum Input {
+    /// A plain file, decoded here chunk by chunk.
+    Bytes(Box<dyn Read + Send>),
+    /// Text decoded on the gzip thread.
+    Text(TextBlocks),
+}
 
 /// An event larger than this is not retried on the in-place fast path (see
 /// `parse_event_in_place`).
@@ -310,7 +298,7 @@ const MAX_NAME_BYTES: usize = 64 << 10;
 /// before `pos` is dropped at the next refill. `base` is the document offset of
 /// `text[0]`. Invalid UTF-8 becomes U+FFFD, as a lenient reader would have it.
 struct ByteStream<'p> {
-    src: Box<dyn Read + Send>,
+    src: Input,
     text: String,
     /// Bytes read but not yet decoded: an incomplete UTF-8 sequence at a chunk's end.
     raw: Vec<u8>,
@@ -327,8 +315,13 @@ struct ByteStream<'p> {
 
 impl<'p> ByteStream<'p> {
     fn new(source: Source, progress: &'p mut dyn FnMut(u64), chunk: usize) -> Self {
+        let src = if source.gzip {
+            Input::Text(TextBlocks::spawn(source.bytes, chunk.min(BLOCK)))
+        } else {
+            Input::Bytes(source.bytes)
+        };
         ByteStream {
-            src: source.bytes,
+            src,
             text: String::with_capacity(chunk),
             raw: Vec::new(),
             raw_len: 0,
@@ -385,8 +378,35 @@ impl<'p> ByteStream<'p> {
         Ok(self.text.len() > old_text)
     }
 
-    /// Reads up to one chunk and decodes it onto `text`.
+    /// Reads up to one chunk (one block, from the gzip thread) onto `text`.
     fn read_chunk(&mut self) -> Result<(), Fail> {
+        let blocks = match &mut self.src {
+            Input::Bytes(_) => return self.read_bytes_chunk(),
+            Input::Text(blocks) => blocks,
+        };
+        match blocks.blocks.recv() {
+            Ok(Ok(block)) => {
+                self.text.push_str(&block);
+                let _ = blocks.spare.try_send(block);
+                Ok(())
+            }
+            Ok(Err(e)) => {
+                self.eof = true;
+                Err(self.read_failure(e))
+            }
+            // The thread ended: the input is exhausted.
+            Err(_) => {
+                self.eof = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads up to one chunk of a plain file and decodes it onto `text`.
+    fn read_bytes_chunk(&mut self) -> Result<(), Fail> {
+        let Input::Bytes(src) = &mut self.src else {
+            return Ok(());
+        };
         // Sized once: zeroing a fresh chunk at every refill would cost a pass of its own.
         let end = self.raw_len + self.chunk;
         if self.raw.len() < end {
@@ -394,7 +414,7 @@ impl<'p> ByteStream<'p> {
         }
         let mut filled = self.raw_len;
         while filled < end {
-            match self.src.read(&mut self.raw[filled..end]) {
+            match src.read(&mut self.raw[filled..end]) {
                 Ok(0) => {
                     self.eof = true;
                     break;
@@ -1521,7 +1541,10 @@ impl TraceBuilder {
         }
         let (ts, dur) = (micros_to_ns(ev.ts), micros_to_ns(ev.dur));
         let (ts, dur) = match (ts, dur) {
-            (Some(ts), Some(dur)) if ts >= 0 && dur >= 0 => (ts, dur),
+            // An end past i64 is as unusable as a negative time.
+            (Some(ts), Some(dur)) if ts >= 0 && dur >= 0 && ts.checked_add(dur).is_some() => {
+                (ts, dur)
+            }
             _ => {
                 self.trace.skipped.bad_time += 1;
                 return;
