@@ -156,6 +156,57 @@ fn a_start_without_an_answer_is_followed_by_a_stop() {
 }
 
 #[test]
+fn ctrl_c_while_profiling_still_stops_the_profiler() {
+    // Capture requests take a while; Ctrl-C comes once the profiler started.
+    let emu = sglang(Faults {
+        generate_delay: Some(Duration::from_millis(400)),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (url, out) = (emu.url(), dir.path().display().to_string());
+    let mut child = std::process::Command::new(common::target_dir().join("llm-triage"))
+        .env_remove("LLM_TRIAGE_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", dir.path())
+        .args(["--url", &url, "--output-dir", &out, "--num-steps", "20"])
+        .args(&QUICK[4..])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !emu.arrived().iter().any(|r| r.ends_with(" /start_profile")) {
+        assert!(Instant::now() < deadline, "no start: {:?}", emu.arrived());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let ran = Ran {
+        code: out.status.code().expect("exited, not killed by the signal"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert_refused(
+        &ran,
+        5,
+        &["interrupted by Ctrl-C during the prefill capture requests (the profiler was stopped)"],
+    );
+    assert_eq!(stops(&emu), 1, "{:?}", emu.arrived());
+    assert!(!emu.profiling());
+    // Fewer than the 20 capture requests went out.
+    let generated = emu
+        .arrived()
+        .iter()
+        .filter(|r| r.ends_with(" /generate"))
+        .count();
+    assert!(generated < 1 + 20, "{generated}");
+}
+
+#[test]
 fn a_flush_slower_than_the_limit_is_exit_5_naming_the_dir() {
     let emu = sglang(Faults {
         slow_flush: Some((10, Duration::from_millis(500))),

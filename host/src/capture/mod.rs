@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod http;
+pub mod interrupt;
 pub mod run;
 pub mod wait;
 pub mod workload;

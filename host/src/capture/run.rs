@@ -10,6 +10,7 @@ use llm_triage_plugin_api::{CapturePlan, CaptureRequest, EndpointEvidence, HttpC
 
 use super::cli::{CaptureArgs, ProfileWorkload};
 use super::http::{self, Answer};
+use super::interrupt;
 use super::wait;
 use super::workload::{self, Generator, Sent, ShapeFlags};
 use crate::error::TriageError;
@@ -140,6 +141,7 @@ pub fn capture(
 ) -> Result<Captured, TriageError> {
     let rt = runtime()?;
     let client = http::client()?;
+    interrupt::install();
     let url = http::base(&target.url);
     let control = args.control_url.as_deref().map(http::base);
     let evidence = rt.block_on(http::gather_evidence(&client, &url, control.as_deref()));
@@ -238,6 +240,8 @@ pub fn capture(
                 .run(&shape, seed, shape.warmup_requests, shape.warmup_tokens, &format!("{} warm-up", workload.label()))
                 .await?;
             seed += warm.requests;
+            // From here until the stop is answered, Ctrl-C stops the profiler first.
+            let armed = interrupt::arm();
             let started = match plan.start.as_ref().into_option() {
                 Some(call) => match control_call(&client, &url, control.as_deref(), call, "start the profiler", timeout).await {
                     Ok(started) => started,
@@ -268,9 +272,14 @@ pub fn capture(
             if started == Started::Yes {
                 tokio::time::sleep(Duration::from_secs_f64(args.probe_delay)).await;
             }
-            let captured = generator
-                .run(&shape, seed, shape.capture_requests, shape.capture_tokens, &format!("{} capture", workload.label()))
-                .await;
+            let what = format!("{} capture", workload.label());
+            let captured = tokio::select! {
+                sent = generator.run(&shape, seed, shape.capture_requests, shape.capture_tokens, &what) => sent,
+                () = interrupt::interrupted() => Err(TriageError::Capture(format!(
+                    "interrupted by Ctrl-C during the {} capture requests",
+                    workload.label()
+                ))),
+            };
             seed += shape.capture_requests;
             // Stop is always attempted once the start succeeded, even after a failure.
             let stopped = match (started, plan.stop.as_ref().into_option()) {
@@ -279,6 +288,7 @@ pub fn capture(
                 }
                 _ => None,
             };
+            drop(armed);
             match (captured, stopped) {
                 (Err(e), Some(Err(stop))) => Err(TriageError::Capture(format!("{e}; then the stop failed too: {stop}"))),
                 (Err(e), Some(Ok(_))) => Err(TriageError::Capture(format!("{e} (the profiler was stopped)"))),
