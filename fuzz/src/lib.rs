@@ -42,18 +42,27 @@ pub fn check_error(err: &TriageError, input: &Path) {
 
 /// Writes `bytes` to a trace file and reads it; a trace read is analysed end to end.
 pub fn check_trace_bytes(bytes: &[u8]) -> Option<Trace> {
+    check_trace_bytes_or_error(bytes).ok()
+}
+
+/// [`check_trace_bytes`], with the one-line error when the file is refused.
+pub fn check_trace_bytes_or_error(bytes: &[u8]) -> Result<Trace, String> {
     let path = scratch_dir().join("fuzz.trace.json");
     std::fs::write(&path, bytes).expect("write scratch file");
-    check_trace_file(&path)
+    check_trace_file_or_error(&path)
 }
 
 /// Reads `path`; a trace read is linked, split and tabled, and its counts must add up.
 pub fn check_trace_file(path: &Path) -> Option<Trace> {
+    check_trace_file_or_error(path).ok()
+}
+
+fn check_trace_file_or_error(path: &Path) -> Result<Trace, String> {
     let trace = match read_trace(path, &mut |_| {}) {
         Ok(trace) => trace,
         Err(err) => {
             check_error(&err, path);
-            return None;
+            return Err(err.to_string());
         }
     };
     assert!(trace.event_count > 0, "a trace without events was accepted");
@@ -68,7 +77,7 @@ pub fn check_trace_file(path: &Path) -> Option<Trace> {
         assert!(op.ts >= 0 && op.dur > 0, "kept a GPU op with a bad time");
     }
     analyse(&trace);
-    Some(trace)
+    Ok(trace)
 }
 
 /// The built-in kernel-family rules, parsed once.

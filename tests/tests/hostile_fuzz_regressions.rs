@@ -58,8 +58,11 @@ fn valid_trace(dir: &Path) -> PathBuf {
 fn read_seeds() {
     // What the named seeds must give.
     let expected = [
-        ("no-events.json", 3),
+        ("all-events-malformed.json", 3),
+        ("end-past-i64.json", 0),
         ("name-over-64k.json", 0),
+        ("no-events.json", 3),
+        ("sum-past-i64.json", 0),
         ("two-gpu-pids-invalid-utf8-name.json", 0),
     ];
     let dir = tempfile::tempdir().unwrap();
