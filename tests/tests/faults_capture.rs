@@ -207,6 +207,43 @@ fn ctrl_c_while_profiling_still_stops_the_profiler() {
 }
 
 #[test]
+fn ctrl_c_before_the_profiler_starts_ends_the_run_at_once() {
+    let emu = sglang(Faults {
+        generate_delay: Some(Duration::from_secs(3)),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (url, out) = (emu.url(), dir.path().display().to_string());
+    let mut child = std::process::Command::new(common::target_dir().join("llm-triage"))
+        .env_remove("LLM_TRIAGE_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", dir.path())
+        .args(["--url", &url, "--output-dir", &out])
+        .args(QUICK)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !emu.arrived().iter().any(|r| r.ends_with(" /generate")) {
+        assert!(Instant::now() < deadline, "no warm-up: {:?}", emu.arrived());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "not after the warm-up"
+    );
+    assert!(emu.arrived().iter().all(|r| !r.ends_with("_profile")));
+}
+
+#[test]
 fn a_flush_slower_than_the_limit_is_exit_5_naming_the_dir() {
     let emu = sglang(Faults {
         slow_flush: Some((10, Duration::from_millis(500))),
