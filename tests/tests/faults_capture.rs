@@ -164,7 +164,7 @@ fn ctrl_c_while_profiling_still_stops_the_profiler() {
     });
     let dir = tempfile::tempdir().unwrap();
     let (url, out) = (emu.url(), dir.path().display().to_string());
-    let mut child = std::process::Command::new(common::target_dir().join("llm-triage"))
+    let child = std::process::Command::new(common::target_dir().join("llm-triage"))
         .env_remove("LLM_TRIAGE_PLUGIN_PATH")
         .env("XDG_DATA_HOME", dir.path())
         .args(["--url", &url, "--output-dir", &out, "--num-steps", "20"])
