@@ -477,3 +477,79 @@ fn string_stop(bytes: &[u8], mut i: usize) -> usize {
         .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
         .map_or(bytes.len(), |k| i + k)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first `"`, `\` or control byte from `i` on, one byte at a time.
+    fn naive_stop(bytes: &[u8], i: usize) -> usize {
+        (i..bytes.len())
+            .find(|&k| matches!(bytes[k], b'"' | b'\\' | 0..=0x1f))
+            .unwrap_or(bytes.len())
+    }
+
+    #[test]
+    fn string_stop_finds_the_first_stop_byte_like_a_byte_loop() {
+        // Every stop byte (and near misses: 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80+)
+        // at every offset of a 20-byte run, with more stops after it (borrows in the
+        // word trick must not flag a byte before the first true one).
+        let fillers = [b'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xc3, 0xff];
+        let stops = [b'"', b'\\', 0x00, 0x01, 0x09, 0x0a, 0x1f];
+        for &filler in &fillers {
+            for &stop in &stops {
+                for at in 0..20 {
+                    let mut bytes = vec![filler; 20];
+                    bytes[at] = stop;
+                    if at + 1 < 20 {
+                        bytes[at + 1] = 0x00;
+                    }
+                    for start in 0..=at {
+                        assert_eq!(
+                            string_stop(&bytes, start),
+                            naive_stop(&bytes, start),
+                            "filler {filler:#x} stop {stop:#x} at {at} from {start}"
+                        );
+                    }
+                }
+                let clean = vec![filler; 19];
+                assert_eq!(string_stop(&clean, 3), 19);
+            }
+        }
+    }
+
+    fn scanned(text: &str) -> Option<usize> {
+        match scan_event(text) {
+            Scan::Event(_, len) => Some(len),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn scanner_declines_what_serde_reads_differently_and_waits_for_cut_text() {
+        let ok = r#"{"ph": "X", "pid": 1, "tid": "7", "ts": 1.5, "args": {"correlation": 3}} ,"#;
+        assert_eq!(scanned(ok), Some(ok.len() - 2));
+        for declined in [
+            r#"{"pid": -0}"#,                  // serde reads -0 as a float
+            r#"{"pid": 1.0}"#,                 // floats are serde's
+            r#"{"pid": 1234567890123456789}"#, // past 18 digits
+            r#"{"name": "a\"b"}"#,             // escapes in a kept string
+            r#"{"x": "\u00e9"}"#,              // \u escapes anywhere
+            r#"{"ph": "X", "ph": "X"}"#,       // duplicate field
+            r#"{"args": {"stream": 1, "stream": 2}}"#,
+            r#"{"ts": NaN}"#,
+            r#"{"x": [1, 2,]}"#,
+            r#"{"x": 01}"#,
+        ] {
+            assert!(matches!(scan_event(declined), Scan::Unusual), "{declined}");
+        }
+        // Cut anywhere inside, the text asks for more rather than failing.
+        for cut in 1..ok.len() - 3 {
+            assert!(
+                matches!(scan_event(&ok[..cut]), Scan::NeedMore),
+                "cut at {cut}: {}",
+                &ok[..cut]
+            );
+        }
+    }
+}
