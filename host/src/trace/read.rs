@@ -3,13 +3,23 @@
 //! Why not a JSON tree: a torch.profiler trace is one JSON document whose `traceEvents`
 //! array holds millions of small objects, and a tree of it costs about 6x the file size
 //! in memory (the predecessor's failure). Instead the reader walks the top-level
-//! structure over a rolling text buffer and deserialises each event in place into a
-//! borrowed [`RawEvent`] holding just the fields later steps use; serde skips the rest
-//! without allocating. Elements that are not plain event objects (scalars, invalid JSON,
-//! Python's `NaN`) go through a small iterative scanner that finds their byte span
-//! (string/escape state and bracket depth, memchr-accelerated) so they can be counted or
-//! reported. Memory grows with the retained records, never with the document. gzip is
-//! decompressed on its own thread.
+//! structure over a rolling text buffer and reads each event in place into a borrowed
+//! [`RawEvent`] holding just the fields later steps use, in three tiers:
+//!
+//! 1. the hand-written scanner of `scan.rs` takes the common shape (no escapes in kept
+//!    strings, integer ids, number times) in one strict pass; it declines anything
+//!    serde might read differently;
+//! 2. serde (`RawEvent`'s derived `Deserialize`) takes what it declines, skipping
+//!    unused fields without allocating; [`read_trace_reference`] uses only this tier,
+//!    and tests hold the two to identical traces and reports;
+//! 3. elements that are not plain event objects (scalars, invalid JSON, Python's
+//!    `NaN`) go through a small iterative scanner that finds their byte span
+//!    (string/escape state and bracket depth, memchr-accelerated) so they can be
+//!    counted or reported.
+//!
+//! Memory grows with the retained records, never with the document. gzip is inflated
+//! and UTF-8-checked on its own thread, which hands over text blocks (and gets them
+//! back for reuse), so the parse thread copies each byte once.
 //!
 //! What is kept (see `shared/spec/analysis-behaviour.md` §3.1): GPU kernels, memcpys and
 //! memsets; runtime/driver calls that carry a `correlation` (every one: `cudaMemcpyAsync`
