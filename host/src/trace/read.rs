@@ -4,7 +4,7 @@
 //! array holds millions of small objects, and a tree of it costs about 6x the file size
 //! in memory (the predecessor's failure). Instead the reader walks the top-level
 //! structure over a rolling text buffer and reads each event in place into a borrowed
-//! [`RawEvent`] holding just the fields later steps use, in three tiers:
+//! `RawEvent` holding just the fields later steps use, in three tiers:
 //!
 //! 1. the hand-written scanner of `scan.rs` takes the common shape (no escapes in kept
 //!    strings, integer ids, number times) in one strict pass; it declines anything
