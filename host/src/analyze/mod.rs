@@ -6,8 +6,8 @@ pub mod kernels;
 pub mod location;
 pub mod names;
 pub mod overlap;
-pub mod similarity;
 #[cfg(test)]
 mod real_traces;
+pub mod similarity;
 #[cfg(test)]
 pub(crate) mod test_trace;
