@@ -4,39 +4,22 @@
 //! has no tools (running one is a plugin error naming its API version).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use llm_triage::error::TriageError;
 use llm_triage::plugins::load_file;
 use llm_triage_plugin_api::abi_stable::library::lib_header_from_path;
 use llm_triage_plugin_api::{EndpointEvidence, MarkerKind, StageHint};
 
-/// Builds the 1.2 test plugin into `target/<profile>` and copies it into `dir`.
+mod support;
+
+/// Builds the 1.2 test plugin and copies it into `dir`.
 fn installed(dir: &Path) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo.arg("build").current_dir(workspace);
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cargo.arg("--release");
-    }
-    cargo.args(["-p", "llm-triage-test-plugin-api1-2"]);
-    assert!(cargo.status().expect("run cargo build").success());
-    let built = profile_dir.join(format!(
-        "{}triage_test_api1_2{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    let to = dir.join(format!(
-        "libllm_triage_plugin_late{}",
-        std::env::consts::DLL_SUFFIX
-    ));
-    std::fs::copy(&built, &to).unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
-    to
+    support::build_and_install(
+        "llm-triage-test-plugin-api1-2",
+        "triage_test_api1_2",
+        dir,
+        "late",
+    )
 }
 
 #[test]
