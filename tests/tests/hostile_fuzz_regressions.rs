@@ -61,6 +61,7 @@ fn read_seeds() {
         ("all-events-malformed.json", 3),
         ("end-past-i64.json", 0),
         ("name-over-64k.json", 0),
+        ("nineteen-digit-stream.json", 0),
         ("no-events.json", 3),
         ("sum-past-i64.json", 0),
         ("two-gpu-pids-invalid-utf8-name.json", 0),
