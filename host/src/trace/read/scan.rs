@@ -281,11 +281,12 @@ impl<'a> Cursor<'a> {
             if !b.is_ascii_digit() {
                 break;
             }
-            value = value * 10 + i64::from(b - b'0');
-            i += 1;
-            if i - start > 18 {
+            // Count first: an 18-digit value times ten still fits, a 19th digit may not.
+            if i - start == 18 {
                 return Err(Stop::Unusual);
             }
+            value = value * 10 + i64::from(b - b'0');
+            i += 1;
         }
         let digits = i - start;
         let Some(&after) = self.bytes.get(i) else {
