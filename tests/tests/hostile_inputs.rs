@@ -120,8 +120,11 @@ fn json_documents_that_are_not_traces() {
         ("null", "the top level is null"),
         (
             r#"[1, "two", null]"#,
-            "none of its 3 events is an event object",
+            "none of its 3 events is a well-formed event object",
         ),
+        // An object, but `tid` is neither a number nor a string: the message must not
+        // call it a non-object.
+        (r#"[{"tid":{}}]"#, "or has a field of the wrong type"),
         ("[]", "holds no events"),
         (r#"{"traceEvents": []}"#, "holds no events"),
         (
@@ -201,7 +204,7 @@ fn nesting_200000_deep_never_overflows_the_stack() {
         assert_refused(
             &triage(&path),
             3,
-            &[name, "none of its 1 events is an event object"],
+            &[name, "none of its 1 events is a well-formed event object"],
         );
     }
     // Never closed.
