@@ -445,8 +445,16 @@ pub trait EnginePlugin {
 }
 
 /// Runs `f`, turning a panic into an error value so it never crosses `extern "C"`.
+///
+/// The panic is reported once, by the host, as one line: while `f` runs, this library's
+/// panic hook records where the panic happened instead of printing std's multi-line
+/// report. Panics outside `guarded` still reach the hook that was installed before.
 pub fn guarded<T>(entry: &str, f: impl FnOnce() -> T) -> RResult<T, RString> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    install_quiet_hook();
+    let outer = GUARDED.with(|g| g.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(outer));
+    match result {
         Ok(v) => RResult::ROk(v),
         Err(payload) => {
             let msg = payload
@@ -454,9 +462,41 @@ pub fn guarded<T>(entry: &str, f: impl FnOnce() -> T) -> RResult<T, RString> {
                 .map(|s| s.to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "non-string panic payload".to_string());
-            RResult::RErr(RString::from(format!("plugin panicked in {entry}: {msg}")))
+            let at = PANIC_AT
+                .with(|at| at.take())
+                .map(|at| format!(" (at {at})"))
+                .unwrap_or_default();
+            RResult::RErr(RString::from(format!(
+                "plugin panicked in {entry}: {msg}{at}"
+            )))
         }
     }
+}
+
+thread_local! {
+    /// Whether this thread is inside [`guarded`].
+    static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// `file:line` of the last panic caught inside [`guarded`] on this thread.
+    static PANIC_AT: std::cell::Cell<Option<String>> = const { std::cell::Cell::new(None) };
+}
+
+/// Installs, once per library, a hook that is silent inside [`guarded`] and defers to
+/// the previous hook elsewhere (a plugin's rlib linked into a test keeps std's report).
+fn install_quiet_hook() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if GUARDED.with(|g| g.get()) {
+                let at = info
+                    .location()
+                    .map(|l| format!("{}:{}", l.file(), l.line()));
+                PANIC_AT.with(|slot| slot.set(at));
+            } else {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// Exports `$plugin: EnginePlugin` as this library's root module, every entry point

@@ -139,6 +139,11 @@ fn leading_args(args: &str, max: usize) -> String {
     // Brackets as in `template_lists`: a `>` inside parentheses is an operator.
     let mut open: Vec<char> = Vec::new();
     let mut kept = 0;
+    // Counted as we go, not per comma: re-counting `args[..i]` at every comma made a
+    // hostile name with many commas quadratic.
+    let leading_blanks = args.chars().take_while(|c| c.is_whitespace()).count();
+    let mut seen: usize = 0; // characters in `args[..i]`
+    let mut trailing_blanks = 0; // whitespace characters that end `args[..i]`
     for (i, c) in args.char_indices() {
         match c {
             '<' | '(' | '{' => open.push(c),
@@ -150,13 +155,20 @@ fn leading_args(args: &str, max: usize) -> String {
                 open.pop();
             }
             ',' if open.is_empty() => {
-                if args[..i].trim().chars().count() > max {
+                // == args[..i].trim().chars().count()
+                if seen.saturating_sub(leading_blanks + trailing_blanks) > max {
                     break;
                 }
                 kept = i;
             }
             _ => {}
         }
+        seen += 1;
+        trailing_blanks = if c.is_whitespace() {
+            trailing_blanks + 1
+        } else {
+            0
+        };
     }
     if kept == 0 {
         "…".to_string()
@@ -334,5 +346,22 @@ mod tests {
             short_name("std::enable_if<(((8)>(0))), void, int>::type f", 20),
             "std::enable_if<(((8)>(0))), void, …>::type f"
         );
+    }
+
+    #[test]
+    fn leading_args_counts_trimmed_characters_like_a_recount() {
+        // Blanks at either end of the kept prefix do not count; multi-byte characters
+        // count once.
+        assert_eq!(leading_args("  ab, cd, ef", 2), "ab, …");
+        assert_eq!(leading_args("  ab  , cd, ef", 2), "ab, …");
+        assert_eq!(leading_args("ab, cd, ef", 1), "…");
+        assert_eq!(leading_args("éé, ü, x", 5), "éé, ü, …");
+        assert_eq!(leading_args("éé, ü, x", 4), "éé, …");
+        assert_eq!(leading_args("a<b, c>, d, e", 10), "a<b, c>, d, …");
+        assert_eq!(leading_args("a<b, c>, d, e", 9), "a<b, c>, …");
+        // Many top-level commas after a long blank run: linear now; the kept prefix
+        // is still the one that fits.
+        let hostile = format!("{}x{}", " ".repeat(100_000), ",y".repeat(100_000));
+        assert_eq!(leading_args(&hostile, 5), "x,y,y, …");
     }
 }
