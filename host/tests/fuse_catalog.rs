@@ -1,5 +1,5 @@
 //! The fusion catalog as data: every row loads and validates, every row has a positive
-//! fixture and a near miss (tests/data/fuse_fixtures.toml), every `checked_against`
+//! fixture and a near miss (tests/data/fuse_fixtures/<origin>.toml), every `checked_against`
 //! names a repository, a 40-hex commit and a path, and broken rows are refused with one
 //! line naming the source and the row.
 
@@ -89,11 +89,20 @@ fn words(text: &str) -> BTreeSet<String> {
 fn every_row_has_a_positive_fixture_and_a_near_miss() {
     let rules = catalog();
     assert!(rules.len() >= 60, "{} rows", rules.len());
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuse_fixtures.toml"),
-    )
-    .unwrap();
-    let fixtures: Fixtures = toml::from_str(&text).unwrap();
+    // One fixture file per catalog origin, so each file's rows and fixtures move together.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuse_fixtures");
+    let mut fixtures = Fixtures { case: Vec::new() };
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file: Fixtures =
+            toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        fixtures.case.extend(file.case);
+    }
+    let mut seen = BTreeSet::new();
+    for case in &fixtures.case {
+        assert!(seen.insert(case.id.as_str()), "two fixtures for {}", case.id);
+    }
     let ids: BTreeSet<&str> = rules.iter().map(|r| r.id.as_str()).collect();
     let covered: BTreeSet<&str> = fixtures.case.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, covered, "rows and fixtures differ");
