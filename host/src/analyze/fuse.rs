@@ -1244,4 +1244,69 @@ mod tests {
             "apply_qk_norm @ models/utils.py:9"
         );
     }
+
+    #[test]
+    fn each_status_gives_its_conclusion_and_an_active_hit_is_present() {
+        // Four rows with disjoint split kernels: the same split evidence means "did not
+        // fire", "only upstream" or "open PR" depending on the row's status alone.
+        let split = |name: &str| {
+            format!("[fusion.active]\nkernel = []\n[[fusion.split]]\nname = \"{name}\"\nkernel = [\"{name} split kernel\"]\n")
+        };
+        let with_status = |row: String, status: &str| {
+            row.replace("status = \"mainline\"", &format!("status = \"{status}\""))
+        };
+        let body = [
+            row_text("main", 10, "", &split("alpha")),
+            with_status(row_text("up", 10, "", &split("bravo")), "upstream"),
+            with_status(row_text("pr", 10, "", &split("charlie")), "inflight")
+                .replace("priority = 10", "priority = 10\npr = 4242"),
+            with_status(
+                row_text(
+                    "ran",
+                    10,
+                    "",
+                    "[fusion.active]\nkernel = [\"delta fused kernel\"]\n",
+                ),
+                "upstream",
+            ),
+        ]
+        .concat();
+        let rules = rules(&body);
+        let kernels = vec![
+            kernel("void alpha_split_kernel<bf16>", 5.0, "a.py:1 f", "op::a"),
+            kernel("void bravo_split_kernel<bf16>", 4.0, "b.py:1 f", "op::b"),
+            kernel("void charlie_split_kernel<bf16>", 3.0, "c.py:1 f", "op::c"),
+            kernel("void delta_fused_kernel<bf16>", 2.0, "d.py:1 f", "op::d"),
+        ];
+        let facts = RunFacts::default();
+        let rows = fuse_table(&rules, &kernels, 100.0, &input(&facts));
+        let got: Vec<(&str, &str, f64)> = rows
+            .iter()
+            .map(|r| (r.id.as_str(), r.conclusion.as_str(), r.share_pct))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("sglang.main", "not-fired", 5.0),
+                ("sglang.up", "upstream-only", 4.0),
+                ("sglang.pr", "open-pr", 3.0),
+                ("sglang.ran", "present", 2.0),
+            ]
+        );
+        assert!(
+            rows[1].rationale.starts_with(
+                "The fused path exists only upstream or in another engine; split kernels take 4.0%"
+            ),
+            "{}",
+            rows[1].rationale
+        );
+        assert!(
+            rows[2]
+                .rationale
+                .starts_with("An open upstream PR (#4242) adds this fusion"),
+            "{}",
+            rows[2].rationale
+        );
+        assert_eq!(rows[2].pr, Some(4242));
+    }
 }
