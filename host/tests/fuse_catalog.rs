@@ -101,7 +101,11 @@ fn every_row_has_a_positive_fixture_and_a_near_miss() {
     }
     let mut seen = BTreeSet::new();
     for case in &fixtures.case {
-        assert!(seen.insert(case.id.as_str()), "two fixtures for {}", case.id);
+        assert!(
+            seen.insert(case.id.as_str()),
+            "two fixtures for {}",
+            case.id
+        );
     }
     let ids: BTreeSet<&str> = rules.iter().map(|r| r.id.as_str()).collect();
     let covered: BTreeSet<&str> = fixtures.case.iter().map(|c| c.id.as_str()).collect();

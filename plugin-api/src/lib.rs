@@ -620,6 +620,14 @@ pub fn rstrings<'a>(items: impl IntoIterator<Item = &'a str>) -> RVec<RString> {
     items.into_iter().map(RString::from).collect()
 }
 
+/// A frame attribution skips: `function` empty means every function of the file.
+pub fn wrapper(path_contains: &str, function: &str) -> WrapperFrame {
+    WrapperFrame {
+        path_contains: path_contains.into(),
+        function: function.into(),
+    }
+}
+
 pub fn capability_cell(key: &str, support: Support, note: &str) -> Capability {
     Capability {
         key: key.into(),
@@ -756,6 +764,20 @@ pub mod scan {
         }
     }
 
+    /// The stage token in an SGLang-family trace file name (`…-TP-0-EXTEND.trace.json.gz`,
+    /// or the `<prefix>-prefill-…` of stage-separated captures); the last stage token wins.
+    pub fn stage_of_file_name(name: &str) -> StageHint {
+        name.split(['-', '.', '_'])
+            .rev()
+            .find_map(|token| match token.to_ascii_uppercase().as_str() {
+                "EXTEND" | "PREFILL" => Some(StageHint::Extend),
+                "DECODE" => Some(StageHint::Decode),
+                "MIXED" => Some(StageHint::Mixed),
+                _ => None,
+            })
+            .unwrap_or(StageHint::Unknown)
+    }
+
     /// True for an annotation name of the `execute_…context_…_generation_…` form (digits
     /// may already be collapsed to `N`).
     pub fn is_execute_annotation(name: &str) -> bool {
@@ -779,6 +801,18 @@ pub mod scan {
             // A file named like the package is not the package directory.
             assert!(!has_dir_run("/bench/vllm", &["vllm"]));
             assert!(!has_dir_run("sglang/x.py", &[]));
+        }
+
+        #[test]
+        fn the_last_stage_token_of_a_file_name_wins() {
+            let stage = stage_of_file_name;
+            assert_eq!(stage("1761.5-TP-0-EXTEND.trace.json.gz"), StageHint::Extend);
+            assert_eq!(stage("run-prefill-TP-3.trace.json.gz"), StageHint::Extend);
+            assert_eq!(stage("1761.5-TP-0-decode.trace.json"), StageHint::Decode);
+            assert_eq!(stage("x_MIXED.trace.json"), StageHint::Mixed);
+            assert_eq!(stage("prefill-run-DECODE.json"), StageHint::Decode);
+            // Whole tokens only: `decoder` and `extended` are not stages.
+            assert_eq!(stage("decoder-extended-TP-0.json"), StageHint::Unknown);
         }
 
         #[test]

@@ -7,8 +7,8 @@
 
 use llm_triage_plugin_api::scan::{self, Signal};
 use llm_triage_plugin_api::{
-    capability, capability_cell, export_plugin, rstrings, score, Attribution, Claim, EnginePlugin,
-    Manifest, MarkerKind, StageHint, Support, TraceEvidence, Upstream, WrapperFrame,
+    capability, capability_cell, export_plugin, rstrings, score, wrapper, Attribution, Claim,
+    EnginePlugin, Manifest, MarkerKind, StageHint, Support, TraceEvidence, Upstream,
     PLUGIN_API_VERSION,
 };
 
@@ -81,10 +81,6 @@ impl EnginePlugin for SgLang {
     }
 
     fn attribution() -> Attribution {
-        let wrapper = |path: &str, function: &str| WrapperFrame {
-            path_contains: path.into(),
-            function: function.into(),
-        };
         Attribution {
             // Most specific first; `python/sglang/` is the source checkout layout.
             source_roots: rstrings(["python/sglang/", "sglang_omni/", "sglang/", "sgl_kernel/"]),
@@ -115,7 +111,7 @@ impl EnginePlugin for SgLang {
 
     fn stage_of(kind: MarkerKind, text: &str) -> StageHint {
         match kind {
-            MarkerKind::FilePath => stage_of_file_name(scan::file_name(text)),
+            MarkerKind::FilePath => scan::stage_of_file_name(scan::file_name(text)),
             MarkerKind::Annotation => stage_of_annotation(text),
         }
     }
@@ -238,20 +234,6 @@ fn stage_of_annotation(name: &str) -> StageHint {
     // Some SGLang builds (the AMD traces in shared/traces) also write vLLM-style
     // `execute_<bs>_context_<n>(…)_generation_<m>(…)` annotations.
     scan::execute_annotation_stage(name)
-}
-
-/// The stage token in a trace file name (`…-TP-0-EXTEND.trace.json.gz`, or the
-/// `<prefix>-prefill-…` of stage-separated captures); the last stage token wins.
-fn stage_of_file_name(name: &str) -> StageHint {
-    name.split(['-', '.', '_'])
-        .rev()
-        .find_map(|token| match token.to_ascii_uppercase().as_str() {
-            "EXTEND" | "PREFILL" => Some(StageHint::Extend),
-            "DECODE" => Some(StageHint::Decode),
-            "MIXED" => Some(StageHint::Mixed),
-            _ => None,
-        })
-        .unwrap_or(StageHint::Unknown)
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 
 use llm_triage_plugin_api::scan::{self, Signal};
 use llm_triage_plugin_api::{
-    capability, capability_cell, export_plugin, rstrings, score, Attribution, Claim, EnginePlugin,
-    Manifest, MarkerKind, StageHint, Support, TraceEvidence, Upstream, WrapperFrame,
+    capability, capability_cell, export_plugin, rstrings, score, wrapper, Attribution, Claim,
+    EnginePlugin, Manifest, MarkerKind, StageHint, Support, TraceEvidence, Upstream,
     PLUGIN_API_VERSION,
 };
 
@@ -74,10 +74,6 @@ impl EnginePlugin for TokenSpeed {
     }
 
     fn attribution() -> Attribution {
-        let wrapper = |path: &str, function: &str| WrapperFrame {
-            path_contains: path.into(),
-            function: function.into(),
-        };
         Attribution {
             source_roots: rstrings(["python/tokenspeed/", "tokenspeed/"]),
             wrapper_frames: vec![
@@ -105,7 +101,7 @@ impl EnginePlugin for TokenSpeed {
 
     fn stage_of(kind: MarkerKind, text: &str) -> StageHint {
         match kind {
-            MarkerKind::FilePath => stage_of_file_name(scan::file_name(text)),
+            MarkerKind::FilePath => scan::stage_of_file_name(scan::file_name(text)),
             // TokenSpeed writes no stage annotations into torch traces.
             MarkerKind::Annotation => StageHint::Unknown,
         }
@@ -185,18 +181,6 @@ fn file_name_signal(evidence: &TraceEvidence) -> Option<Signal> {
         score: score::FILE_NAME,
         evidence: format!("file name {name} follows TokenSpeed's TP<rank> naming"),
     })
-}
-
-/// The stage token in a file name: `-EXTEND`/`-DECODE` suffixes, older `-prefill-TP-0`.
-fn stage_of_file_name(name: &str) -> StageHint {
-    name.split(['-', '.', '_'])
-        .rev()
-        .find_map(|token| match token.to_ascii_uppercase().as_str() {
-            "EXTEND" | "PREFILL" => Some(StageHint::Extend),
-            "DECODE" => Some(StageHint::Decode),
-            _ => None,
-        })
-        .unwrap_or(StageHint::Unknown)
 }
 
 #[cfg(test)]
