@@ -188,7 +188,7 @@ fn broken_rows_are_refused_naming_the_source_and_row() {
             "row torch.inductor-rmsnorm: duplicate id",
         ),
         (
-            "kernel = [\"silu kernel\"]",
+            "kernel = [\"native anonymous namespace silu kernel\", \"native silu kernel\"]",
             "kernel = [\"re:triton_(poi\"]",
             "row torch.eager-unfused-silu-mul: split group \"silu\": pattern \"re:triton_(poi\" is not a valid regex",
         ),

@@ -171,7 +171,45 @@ fn vllm_b200_gpt_oss_shows_no_row_gated_to_other_model_families() {
         .iter()
         .map(|(_, f)| f["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["vllm.allreduce-rmsnorm", "vllm.attn-quant"]);
+    assert_eq!(
+        ids,
+        [
+            "vllm.upstream-rope-kv-store-cuda",
+            "vllm.allreduce-rmsnorm",
+            "vllm.attn-quant"
+        ]
+    );
+
+    // vLLM on CUDA has no fused RoPE + KV-cache write (its compile pass registers only for
+    // ROCm AITER), so the split kernels conclude "only upstream / another engine". Pinned
+    // to a Python recount over the raw events: rotary_embedding_kernel 133.085 us +
+    // reshape_and_cache_flash_kernel 162.686 us of 11665.760 us GPU time = 2.5354%.
+    let upstream = shown
+        .iter()
+        .map(|(_, f)| f)
+        .find(|f| f["id"] == "vllm.upstream-rope-kv-store-cuda")
+        .unwrap();
+    assert_eq!(upstream["status"], "upstream");
+    assert_eq!(upstream["conclusion"], "upstream-only");
+    assert_eq!(upstream["confidence"], "Confirmed");
+    assert!((upstream["related_gpu_time_us"].as_f64().unwrap() - 295.771).abs() < 1e-6);
+    assert!((upstream["share_pct"].as_f64().unwrap() - 2.535377).abs() < 1e-5);
+    let parts: Vec<(&str, &str)> = upstream["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["kernel"].as_str().unwrap(), e["part"].as_str().unwrap()))
+        .collect();
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!(parts[0].0.contains("vllm::rotary_embedding_kernel") && parts[0].1 == "split:rope");
+    assert!(
+        parts[1].0.contains("vllm::reshape_and_cache_flash_kernel")
+            && parts[1].1 == "split:kv-cache-write"
+    );
+    assert!(upstream["rationale"]
+        .as_str()
+        .unwrap()
+        .starts_with("The fused path exists only upstream or in another engine"));
 
     // The gate is what keeps the Qwen3-only PR row out: with every model gate removed
     // its split kernels (RMSNorm, RoPE, cache write, FP8 quant) match this trace.
@@ -335,7 +373,10 @@ fn a_broken_catalog_dir_is_one_line_naming_file_and_row_exit_3() {
     std::fs::create_dir(dir.path().join("fusions")).unwrap();
     let good =
         std::fs::read_to_string(workspace_root().join("catalog/fusions/torch.toml")).unwrap();
-    let bad = good.replace("kernel = [\"silu kernel\"]", "kernel = [\"mul\"]");
+    let bad = good.replace(
+        "kernel = [\"native anonymous namespace silu kernel\", \"native silu kernel\"]",
+        "kernel = [\"mul\"]",
+    );
     assert_ne!(good, bad);
     let file = dir.path().join("fusions/torch.toml");
     std::fs::write(&file, bad).unwrap();
