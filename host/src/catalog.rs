@@ -383,6 +383,8 @@ struct EvidenceEntry {
 struct SplitEntry {
     name: String,
     #[serde(default)]
+    same_site_as: Option<String>,
+    #[serde(default)]
     kernel: Vec<String>,
     #[serde(default)]
     cpu_op: Vec<String>,
@@ -582,9 +584,23 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
         if evidence.is_empty() {
             return Err(format!("split group {:?} has no patterns", group.name));
         }
+        // Only an earlier group can anchor this one, so links never form a cycle.
+        let same_site_as = match &group.same_site_as {
+            None => None,
+            Some(anchor) => match split.iter().position(|g: &SplitGroup| &g.name == anchor) {
+                Some(i) => Some(i),
+                None => {
+                    return Err(format!(
+                        "split group {:?}: same_site_as {anchor:?} names no earlier split group",
+                        group.name
+                    ))
+                }
+            },
+        };
         split.push(SplitGroup {
             name: group.name.clone(),
             evidence,
+            same_site_as,
         });
     }
     if active.is_empty() && split.is_empty() {

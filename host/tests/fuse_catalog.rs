@@ -206,6 +206,11 @@ fn broken_rows_are_refused_naming_the_source_and_row() {
         ("status = \"mainline\"", "status = \"inflight\"", "an inflight row needs pr = <number>"),
         ("likely_share = 2.0", "likely_share = 0.1", "need 0 <= min_share <= likely_share"),
         ("id = \"torch.inductor-rmsnorm\"", "id = \"torch.Inductor_RMSNorm\"", "id must be torch.<kebab-name>"),
+        (
+            "same_site_as = \"silu\"",
+            "same_site_as = \"mul\"",
+            "row torch.eager-unfused-silu-mul: split group \"mul\": same_site_as \"mul\" names no earlier split group",
+        ),
     ];
     for (from, to, needle) in cases {
         let err = torch_with(from, to);

@@ -407,3 +407,56 @@ fn a_broken_catalog_dir_is_one_line_naming_file_and_row_exit_3() {
         );
     }
 }
+
+/// The HF transformers Qwen1.5 eager trace multiplies in many places (RoPE, RMSNorm
+/// weights, the gated MLP). The eager SiLU * mul row counts only the multiply launched
+/// where the SiLU was (`modeling_qwen2.py:56`), so RoPE's multiplies are not sold as a
+/// fusion opportunity. Pinned to a Python recount (kernel -> correlation -> runtime call
+/// -> innermost enclosing `transformers/models/` frame): silu_kernel 1350.043 us, the
+/// BinaryFunctor MulFunctor kernel 1790.553 us of which 1227.131 us at line 56 (the rest
+/// has no Python frame).
+#[test]
+fn hf_eager_silu_mul_counts_only_the_multiply_at_the_silu_site() {
+    let path = shared_trace("AMD-AGI__TraceLens__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let report = triage_json(&[
+        "--input",
+        path.to_str().unwrap(),
+        "--framework",
+        "vllm",
+        "--min-share",
+        "0.1",
+    ]);
+    let rows = fusions(&report);
+    let (_, row) = rows
+        .iter()
+        .find(|(_, f)| f["id"] == "torch.eager-unfused-silu-mul")
+        .expect("the eager silu-mul row");
+    let related = row["related_gpu_time_us"].as_f64().unwrap();
+    assert!((related - (1350.043 + 1227.131)).abs() < 1e-6, "{related}");
+    let evidence: Vec<(&str, f64)> = row["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["part"].as_str().unwrap(),
+                e["gpu_time_us"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(evidence.len(), 2, "{evidence:?}");
+    assert_eq!(evidence[0].0, "split:silu");
+    assert!((evidence[0].1 - 1350.043).abs() < 1e-6);
+    assert_eq!(evidence[1].0, "split:mul");
+    assert!((evidence[1].1 - 1227.131).abs() < 1e-6);
+    let locations: Vec<&str> = row["python_locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        !locations.iter().any(|l| l.contains("apply_rotary_pos_emb")),
+        "{locations:?}"
+    );
+}

@@ -160,6 +160,11 @@ pub struct SplitGroup {
     pub name: String,
     #[serde(flatten)]
     pub evidence: Evidence,
+    /// Index of an earlier group: this group counts only the launches made from a Python
+    /// location where that group's kernels were launched too (a generic kernel such as an
+    /// elementwise multiply is part of the fusion only at the fused op's call site).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_site_as: Option<usize>,
 }
 
 /// Which models and TP sizes a row applies to.
@@ -553,6 +558,9 @@ pub struct Hit {
     pub row: usize,
     pub field: Field,
     pub pattern: String,
+    /// The part of the row's GPU time that belongs to the fusion: 1 unless the group is
+    /// `same_site_as` another, then the share of the row's launches made at its sites.
+    pub weight: f64,
 }
 
 /// Every kernel row a rule's evidence matched, before any threshold.
@@ -613,6 +621,7 @@ pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) 
                     row: i,
                     field,
                     pattern: p.text.clone(),
+                    weight: 1.0,
                 })
             })
             .collect()
@@ -683,15 +692,20 @@ pub fn candidates<'r>(
 /// `hits` as a match of the stage (spec §9.2 steps 5-7), or `None`: no active hit and a
 /// split group unseen, no GPU time, or a split-only match below the row's `min_share`.
 fn candidate<'r>(
-    hits: RuleHits<'r>,
+    mut hits: RuleHits<'r>,
     kernels: &[KernelRow],
     stage_total_us: f64,
 ) -> Option<Candidate<'r>> {
+    link_sites(&mut hits, kernels);
     if hits.active.is_empty() && !hits.all_groups_seen() {
         return None;
     }
-    let related_rows: Vec<usize> = hits.related().iter().map(|(h, _)| h.row).collect();
-    let related_us: f64 = related_rows.iter().map(|&i| kernels[i].gpu_time_us).sum();
+    let related = hits.related();
+    let related_rows: Vec<usize> = related.iter().map(|(h, _)| h.row).collect();
+    let related_us: f64 = related
+        .iter()
+        .map(|(h, _)| h.weight * kernels[h.row].gpu_time_us)
+        .sum();
     let share_pct = 100.0 * related_us / stage_total_us;
     if related_us <= 0.0 || (hits.active.is_empty() && share_pct < hits.rule.min_share) {
         return None;
@@ -702,6 +716,44 @@ fn candidate<'r>(
         related_us,
         share_pct,
     })
+}
+
+/// Weighs the hits of every `same_site_as` group by the share of each row's launches made
+/// at a Python location of its anchor group's rows, dropping rows with none. Run on every
+/// (re-)evaluation, so the anchor is always the set of hits the candidate still holds.
+fn link_sites(hits: &mut RuleHits<'_>, kernels: &[KernelRow]) {
+    for (i, group) in hits.rule.split.iter().enumerate() {
+        let Some(anchor) = group.same_site_as else {
+            continue;
+        };
+        let sites = anchor_sites(hits, anchor, kernels);
+        let mut linked = std::mem::take(&mut hits.groups[i]);
+        for hit in &mut linked {
+            hit.weight = kernels[hit.row]
+                .python_locations
+                .iter()
+                .filter(|s| sites.contains(s.location.as_str()))
+                .map(|s| s.share_pct / 100.0)
+                .sum::<f64>()
+                .min(1.0);
+        }
+        linked.retain(|h| h.weight > 0.0);
+        hits.groups[i] = linked;
+    }
+}
+
+/// The resolved Python locations of the rows split group `anchor` hit.
+fn anchor_sites<'k>(
+    hits: &RuleHits<'_>,
+    anchor: usize,
+    kernels: &'k [KernelRow],
+) -> HashSet<&'k str> {
+    hits.groups[anchor]
+        .iter()
+        .flat_map(|h| &kernels[h.row].python_locations)
+        .map(|s| s.location.as_str())
+        .filter(|l| *l != crate::analyze::kernels::UNRESOLVED)
+        .collect()
 }
 
 /// Spec §9.3: greedy, row-consuming selection with `subsumes` (ordering in the module
@@ -839,8 +891,8 @@ pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow
             let k = &kernels[hit.row];
             FusionEvidence {
                 kernel: k.name.clone(),
-                gpu_time_us: k.gpu_time_us,
-                share_pct: k.share_pct,
+                gpu_time_us: hit.weight * k.gpu_time_us,
+                share_pct: hit.weight * k.share_pct,
                 part: match part {
                     Part::Fused => "fused".to_string(),
                     Part::Split(name) => format!("split:{name}"),
@@ -850,10 +902,23 @@ pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow
             }
         })
         .collect();
+    // A `same_site_as` group's rows show only the sites that were counted.
     let mut python_locations: Vec<String> = Vec::new();
-    for &row in &candidate.related_rows {
-        for site in &kernels[row].python_locations {
-            if !python_locations.contains(&site.location) {
+    for (hit, part) in hits.related() {
+        let anchor = match part {
+            Part::Split(name) => rule
+                .split
+                .iter()
+                .find(|g| g.name == name)
+                .and_then(|g| g.same_site_as),
+            Part::Fused => None,
+        };
+        let counted = anchor.map(|a| anchor_sites(hits, a, kernels));
+        for site in &kernels[hit.row].python_locations {
+            let shown = counted
+                .as_ref()
+                .is_none_or(|sites| sites.contains(site.location.as_str()));
+            if shown && !python_locations.contains(&site.location) {
                 python_locations.push(site.location.clone());
             }
         }
@@ -1308,5 +1373,65 @@ mod tests {
             rows[2].rationale
         );
         assert_eq!(rows[2].pr, Some(4242));
+    }
+
+    #[test]
+    fn a_same_site_group_counts_only_launches_at_its_anchor_sites() {
+        let body = row_text(
+            "silu-mul",
+            0,
+            "",
+            "[fusion.active]\nkernel = []\n\
+             [[fusion.split]]\nname = \"silu\"\nkernel = [\"silu kernel\"]\n\
+             [[fusion.split]]\nname = \"mul\"\nsame_site_as = \"silu\"\nkernel = [\"mul functor\"]\n",
+        );
+        let rules = rules(&body);
+        let sites = |list: &[(&str, f64)]| -> Vec<SiteShare> {
+            list.iter()
+                .map(|(l, p)| SiteShare {
+                    location: l.to_string(),
+                    share_pct: *p,
+                })
+                .collect()
+        };
+        let mut shared_mul = kernel("void mul_functor_a<bf16>", 10.0, "", "aten::mul");
+        shared_mul.python_locations = sites(&[
+            ("mlp.py:5 forward", 40.0),
+            ("rope.py:3 apply", 35.0),
+            ("unresolved", 25.0),
+        ]);
+        let rope_mul = kernel(
+            "void mul_functor_b<bf16>",
+            20.0,
+            "rope.py:3 apply",
+            "aten::mul",
+        );
+        let mut silu = kernel("void silu_kernel<bf16>", 4.0, "", "aten::silu");
+        silu.python_locations = sites(&[("mlp.py:5 forward", 75.0), ("unresolved", 25.0)]);
+        let kernels = vec![rope_mul, shared_mul, silu];
+        let facts = RunFacts::default();
+        let rows = fuse_table(&rules, &kernels, 100.0, &input(&facts));
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
+        // silu whole (4) + 40% of the shared multiply (4); the RoPE-only multiply and the
+        // shared one's RoPE and unresolved launches are not the gated-MLP multiply.
+        assert!((row.related_gpu_time_us - 8.0).abs() < 1e-9, "{row:?}");
+        let evidence: Vec<(&str, &str, f64)> = row
+            .evidence
+            .iter()
+            .map(|e| (e.kernel.as_str(), e.part.as_str(), e.gpu_time_us))
+            .collect();
+        assert_eq!(
+            evidence,
+            [
+                ("void silu_kernel<bf16>", "split:silu", 4.0),
+                ("void mul_functor_a<bf16>", "split:mul", 4.0)
+            ]
+        );
+        assert_eq!(row.python_locations, ["mlp.py:5 forward", "unresolved"]);
+
+        // With no multiply launched at the SiLU's site, the split path is incomplete.
+        let apart = vec![kernels[0].clone(), kernels[2].clone()];
+        assert!(fuse_table(&rules, &apart, 100.0, &input(&facts)).is_empty());
     }
 }
