@@ -142,9 +142,9 @@ fn leading_args(args: &str, max: usize) -> String {
     // Counted as we go, not per comma: re-counting `args[..i]` at every comma made a
     // hostile name with many commas quadratic.
     let leading_blanks = args.chars().take_while(|c| c.is_whitespace()).count();
-    let mut seen: usize = 0; // characters in `args[..i]`
-    let mut trailing_blanks = 0; // whitespace characters that end `args[..i]`
-    for (i, c) in args.char_indices() {
+    // Whitespace characters that end `args[..i]`; `seen` below counts all of them.
+    let mut trailing_blanks = 0;
+    for (seen, (i, c)) in args.char_indices().enumerate() {
         match c {
             '<' | '(' | '{' => open.push(c),
             ')' | '}' => {
@@ -163,7 +163,6 @@ fn leading_args(args: &str, max: usize) -> String {
             }
             _ => {}
         }
-        seen += 1;
         trailing_blanks = if c.is_whitespace() {
             trailing_blanks + 1
         } else {
