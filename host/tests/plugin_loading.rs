@@ -279,13 +279,15 @@ fn a_panicking_plugin_is_an_exit_6_error_and_the_host_lives() {
         assert_eq!(err.exit_code(), 6);
         assert_eq!(
             err.to_string(),
-            "plugin panicky: plugin panicked in detect: boom in detect"
+            "plugin panicky: plugin panicked in detect: boom in detect \
+             (at tests/plugins/panicky/src/lib.rs:29)"
         );
     }
     let err = engine.stage_of(MarkerKind::Annotation, "x").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "plugin panicky: plugin panicked in stage_of: boom in stage_of for x"
+        "plugin panicky: plugin panicked in stage_of: boom in stage_of for x \
+         (at tests/plugins/panicky/src/lib.rs:37)"
     );
     // The host keeps working with the same plugin.
     assert!(engine.attribution().unwrap().source_roots.is_empty());
