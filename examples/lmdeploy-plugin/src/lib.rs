@@ -21,8 +21,8 @@
 
 use llm_triage_plugin_api::scan::{self, Signal};
 use llm_triage_plugin_api::{
-    capability, capability_cell, export_plugin, rstrings, score, Attribution, Claim, EnginePlugin,
-    Manifest, MarkerKind, StageHint, Support, TraceEvidence, Upstream, WrapperFrame,
+    capability, capability_cell, export_plugin, rstrings, score, wrapper, Attribution, Claim,
+    EnginePlugin, Manifest, MarkerKind, StageHint, Support, TraceEvidence, Upstream,
     PLUGIN_API_VERSION,
 };
 
@@ -104,10 +104,6 @@ impl EnginePlugin for LmDeploy {
     }
 
     fn attribution() -> Attribution {
-        let wrapper = |path: &str, function: &str| WrapperFrame {
-            path_contains: path.into(),
-            function: function.into(),
-        };
         Attribution {
             source_roots: rstrings(["lmdeploy/pytorch/", "lmdeploy/"]),
             wrapper_frames: [
