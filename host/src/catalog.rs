@@ -585,7 +585,7 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
             return Err(format!("split group {:?} has no patterns", group.name));
         }
         // Only an earlier group can anchor this one, so links never form a cycle.
-        let same_site_as = match &group.same_site_as {
+        let anchor = match &group.same_site_as {
             None => None,
             Some(anchor) => match split.iter().position(|g: &SplitGroup| &g.name == anchor) {
                 Some(i) => Some(i),
@@ -600,7 +600,8 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
         split.push(SplitGroup {
             name: group.name.clone(),
             evidence,
-            same_site_as,
+            same_site_as: group.same_site_as.clone(),
+            anchor,
         });
     }
     if active.is_empty() && split.is_empty() {
@@ -733,8 +734,13 @@ pub fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String,
         format!("active: {}", patterns(&rule.active)),
     ];
     for group in &rule.split {
+        let same_site = group
+            .same_site_as
+            .as_ref()
+            .map(|a| format!(" (same site as {a})"))
+            .unwrap_or_default();
         lines.push(format!(
-            "split {}: {}",
+            "split {}{same_site}: {}",
             group.name,
             patterns(&group.evidence)
         ));

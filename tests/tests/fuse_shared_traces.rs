@@ -360,6 +360,29 @@ fn catalog_list_json_has_the_contract_fields_and_validate_passes() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("id: sglang.act-and-mul\n"), "{text}");
+    // A same-site group says which group anchors it, in text and JSON.
+    let out = llm_triage()
+        .args(["catalog", "show", "torch.eager-unfused-silu-mul"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("\nsplit mul (same site as silu): kernel: mul functor\n"),
+        "{text}"
+    );
+    let out = llm_triage()
+        .args([
+            "catalog",
+            "show",
+            "torch.eager-unfused-silu-mul",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["split"][1]["same_site_as"], "silu");
+    assert!(row["split"][0].get("same_site_as").is_none(), "{row}");
     let out = llm_triage()
         .args(["catalog", "show", "nope"])
         .output()

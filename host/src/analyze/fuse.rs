@@ -160,11 +160,14 @@ pub struct SplitGroup {
     pub name: String,
     #[serde(flatten)]
     pub evidence: Evidence,
-    /// Index of an earlier group: this group counts only the launches made from a Python
-    /// location where that group's kernels were launched too (a generic kernel such as an
-    /// elementwise multiply is part of the fusion only at the fused op's call site).
+    /// The name of an earlier group: this group counts only the launches made from a
+    /// Python location where that group's kernels were launched too (a generic kernel such
+    /// as an elementwise multiply is part of the fusion only at the fused op's call site).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub same_site_as: Option<usize>,
+    pub same_site_as: Option<String>,
+    /// `same_site_as` as an index into the row's groups (the loader checks it).
+    #[serde(skip)]
+    pub anchor: Option<usize>,
 }
 
 /// Which models and TP sizes a row applies to.
@@ -723,7 +726,7 @@ fn candidate<'r>(
 /// (re-)evaluation, so the anchor is always the set of hits the candidate still holds.
 fn link_sites(hits: &mut RuleHits<'_>, kernels: &[KernelRow]) {
     for (i, group) in hits.rule.split.iter().enumerate() {
-        let Some(anchor) = group.same_site_as else {
+        let Some(anchor) = group.anchor else {
             continue;
         };
         let sites = anchor_sites(hits, anchor, kernels);
@@ -910,7 +913,7 @@ pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow
                 .split
                 .iter()
                 .find(|g| g.name == name)
-                .and_then(|g| g.same_site_as),
+                .and_then(|g| g.anchor),
             Part::Fused => None,
         };
         let counted = anchor.map(|a| anchor_sites(hits, a, kernels));
