@@ -35,7 +35,7 @@ use std::collections::HashSet;
 use serde::{Serialize, Serializer};
 
 use crate::analyze::families::{appears_consecutively, tokens, TokenMatcher};
-use crate::report::model::{FusionEvidence, FusionRow, KernelRow};
+use crate::report::model::{FusionEvidence, FusionRow, KernelRow, SiteShare};
 use crate::trace::event::Trace;
 
 /// The origin whose rows apply to every engine (TorchInductor and eager PyTorch).
@@ -447,10 +447,19 @@ pub struct Haystack {
     name: FieldText,
     cpu_ops: Vec<FieldText>,
     locations: Vec<FieldText>,
+    /// For each of `locations`, its index in the kernel row's `python_locations`.
+    location_sites: Vec<usize>,
 }
 
 impl Haystack {
     pub fn of(row: &KernelRow) -> Haystack {
+        let (location_sites, locations) = row
+            .python_locations
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.location != crate::analyze::kernels::UNRESOLVED)
+            .map(|(i, s)| (i, FieldText::new(location_without_hashes(&s.location))))
+            .unzip();
         Haystack {
             name: FieldText::new(row.name.clone()),
             cpu_ops: row
@@ -458,13 +467,19 @@ impl Haystack {
                 .iter()
                 .map(|op| FieldText::new(without_hashes(op)))
                 .collect(),
-            locations: row
-                .python_locations
-                .iter()
-                .filter(|s| s.location != crate::analyze::kernels::UNRESOLVED)
-                .map(|s| FieldText::new(location_without_hashes(&s.location)))
-                .collect(),
+            locations,
+            location_sites,
         }
+    }
+
+    /// The row's launch sites (indices into `python_locations`) that `pattern` matches.
+    fn sites_matching(&self, pattern: &Pattern) -> Vec<usize> {
+        self.locations
+            .iter()
+            .zip(&self.location_sites)
+            .filter(|(field, _)| pattern.matches(field))
+            .map(|(_, &site)| site)
+            .collect()
     }
 }
 
@@ -561,9 +576,37 @@ pub struct Hit {
     pub row: usize,
     pub field: Field,
     pub pattern: String,
-    /// The part of the row's GPU time that belongs to the fusion: 1 unless the group is
-    /// `same_site_as` another, then the share of the row's launches made at its sites.
-    pub weight: f64,
+    /// The launch sites (indices into the row's `python_locations`) that count, or `None`
+    /// for all of them. A location pattern counts only the sites it matched, and a
+    /// `same_site_as` group only the sites its anchor group was launched from: a kernel
+    /// row aggregates every launch of a name, and only some of them belong to the fusion.
+    pub sites: Option<Vec<usize>>,
+}
+
+impl Hit {
+    /// The part of `row`'s GPU time that this hit counts (1 = all of it).
+    pub fn weight(&self, row: &KernelRow) -> f64 {
+        match &self.sites {
+            None => 1.0,
+            Some(sites) => sites
+                .iter()
+                .filter_map(|&i| row.python_locations.get(i))
+                .map(|s| s.share_pct / 100.0)
+                .sum::<f64>()
+                .min(1.0),
+        }
+    }
+
+    /// The launch sites this hit counts, as `python_locations` entries of `row`.
+    fn counted_sites<'k>(&self, row: &'k KernelRow) -> Vec<&'k SiteShare> {
+        match &self.sites {
+            None => row.python_locations.iter().collect(),
+            Some(sites) => sites
+                .iter()
+                .filter_map(|&i| row.python_locations.get(i))
+                .collect(),
+        }
+    }
 }
 
 /// Every kernel row a rule's evidence matched, before any threshold.
@@ -624,7 +667,7 @@ pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) 
                     row: i,
                     field,
                     pattern: p.text.clone(),
-                    weight: 1.0,
+                    sites: (field == Field::Location).then(|| row.sites_matching(p)),
                 })
             })
             .collect()
@@ -707,7 +750,7 @@ fn candidate<'r>(
     let related_rows: Vec<usize> = related.iter().map(|(h, _)| h.row).collect();
     let related_us: f64 = related
         .iter()
-        .map(|(h, _)| h.weight * kernels[h.row].gpu_time_us)
+        .map(|(h, _)| h.weight(&kernels[h.row]) * kernels[h.row].gpu_time_us)
         .sum();
     let share_pct = 100.0 * related_us / stage_total_us;
     if related_us <= 0.0 || (hits.active.is_empty() && share_pct < hits.rule.min_share) {
@@ -721,42 +764,32 @@ fn candidate<'r>(
     })
 }
 
-/// Weighs the hits of every `same_site_as` group by the share of each row's launches made
-/// at a Python location of its anchor group's rows, dropping rows with none. Run on every
-/// (re-)evaluation, so the anchor is always the set of hits the candidate still holds.
+/// Limits the hits of every `same_site_as` group to the launch sites its anchor group's
+/// hits count, dropping rows with none. Run on every (re-)evaluation, so the anchor is
+/// always the set of hits the candidate still holds.
 fn link_sites(hits: &mut RuleHits<'_>, kernels: &[KernelRow]) {
     for (i, group) in hits.rule.split.iter().enumerate() {
         let Some(anchor) = group.anchor else {
             continue;
         };
-        let sites = anchor_sites(hits, anchor, kernels);
+        let anchor_sites: HashSet<&str> = hits.groups[anchor]
+            .iter()
+            .flat_map(|h| h.counted_sites(&kernels[h.row]))
+            .map(|s| s.location.as_str())
+            .filter(|l| *l != crate::analyze::kernels::UNRESOLVED)
+            .collect();
         let mut linked = std::mem::take(&mut hits.groups[i]);
         for hit in &mut linked {
-            hit.weight = kernels[hit.row]
-                .python_locations
-                .iter()
-                .filter(|s| sites.contains(s.location.as_str()))
-                .map(|s| s.share_pct / 100.0)
-                .sum::<f64>()
-                .min(1.0);
+            let row = &kernels[hit.row];
+            let shared: Vec<usize> = (0..row.python_locations.len())
+                .filter(|j| hit.sites.as_ref().is_none_or(|own| own.contains(j)))
+                .filter(|&j| anchor_sites.contains(row.python_locations[j].location.as_str()))
+                .collect();
+            hit.sites = Some(shared);
         }
-        linked.retain(|h| h.weight > 0.0);
+        linked.retain(|h| h.sites.as_ref().is_some_and(|s| !s.is_empty()));
         hits.groups[i] = linked;
     }
-}
-
-/// The resolved Python locations of the rows split group `anchor` hit.
-fn anchor_sites<'k>(
-    hits: &RuleHits<'_>,
-    anchor: usize,
-    kernels: &'k [KernelRow],
-) -> HashSet<&'k str> {
-    hits.groups[anchor]
-        .iter()
-        .flat_map(|h| &kernels[h.row].python_locations)
-        .map(|s| s.location.as_str())
-        .filter(|l| *l != crate::analyze::kernels::UNRESOLVED)
-        .collect()
 }
 
 /// Spec §9.3: greedy, row-consuming selection with `subsumes` (ordering in the module
@@ -894,8 +927,8 @@ pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow
             let k = &kernels[hit.row];
             FusionEvidence {
                 kernel: k.name.clone(),
-                gpu_time_us: hit.weight * k.gpu_time_us,
-                share_pct: hit.weight * k.share_pct,
+                gpu_time_us: hit.weight(k) * k.gpu_time_us,
+                share_pct: hit.weight(k) * k.share_pct,
                 part: match part {
                     Part::Fused => "fused".to_string(),
                     Part::Split(name) => format!("split:{name}"),
@@ -905,23 +938,11 @@ pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow
             }
         })
         .collect();
-    // A `same_site_as` group's rows show only the sites that were counted.
+    // Only the sites that were counted (location patterns, same-site groups).
     let mut python_locations: Vec<String> = Vec::new();
-    for (hit, part) in hits.related() {
-        let anchor = match part {
-            Part::Split(name) => rule
-                .split
-                .iter()
-                .find(|g| g.name == name)
-                .and_then(|g| g.anchor),
-            Part::Fused => None,
-        };
-        let counted = anchor.map(|a| anchor_sites(hits, a, kernels));
-        for site in &kernels[hit.row].python_locations {
-            let shown = counted
-                .as_ref()
-                .is_none_or(|sites| sites.contains(site.location.as_str()));
-            if shown && !python_locations.contains(&site.location) {
+    for (hit, _) in hits.related() {
+        for site in hit.counted_sites(&kernels[hit.row]) {
+            if !python_locations.contains(&site.location) {
                 python_locations.push(site.location.clone());
             }
         }
@@ -1436,5 +1457,44 @@ mod tests {
         // With no multiply launched at the SiLU's site, the split path is incomplete.
         let apart = vec![kernels[0].clone(), kernels[2].clone()];
         assert!(fuse_table(&rules, &apart, 100.0, &input(&facts)).is_empty());
+    }
+
+    #[test]
+    fn a_location_pattern_counts_only_the_launches_at_the_sites_it_matched() {
+        // One RMSNorm kernel row launched from the layer norm (70%) and from apply_qk_norm
+        // (30%): a split group keyed on the apply_qk_norm location claims only its 30%.
+        let body = row_text(
+            "qk-norm",
+            0,
+            "",
+            "[fusion.active]\nkernel = []\n\
+             [[fusion.split]]\nname = \"norm\"\nlocation = [\"apply qk norm\"]\n",
+        );
+        let rules = rules(&body);
+        let mut norm = kernel("void rms_norm_kernel<bf16>", 10.0, "", "sgl::rmsnorm");
+        norm.python_locations = vec![
+            SiteShare {
+                location: "layers/layernorm.py:20 forward".to_string(),
+                share_pct: 70.0,
+            },
+            SiteShare {
+                location: "models/qwen3.py:88 apply_qk_norm".to_string(),
+                share_pct: 30.0,
+            },
+        ];
+        let facts = RunFacts::default();
+        let rows = fuse_table(&rules, &[norm], 100.0, &input(&facts));
+        assert_eq!(rows.len(), 1);
+        assert!(
+            (rows[0].related_gpu_time_us - 3.0).abs() < 1e-9,
+            "{:?}",
+            rows[0]
+        );
+        assert!((rows[0].evidence[0].share_pct - 3.0).abs() < 1e-9);
+        assert_eq!(rows[0].evidence[0].field, "location");
+        assert_eq!(
+            rows[0].python_locations,
+            ["models/qwen3.py:88 apply_qk_norm"]
+        );
     }
 }
