@@ -26,9 +26,13 @@
 //! Selection (spec §9.3, greedy and row-consuming): matches are sorted by priority, then
 //! span (number of split groups, at least 1 with active patterns), then number of related
 //! kernel rows, then related GPU time, all descending; equal keys keep catalog order. In
-//! that order a match is skipped when an accepted match subsumes its id or already
-//! claimed one of its kernel rows; otherwise it is accepted. Accepted rows below the
+//! that order a match is skipped when an accepted match subsumes its id; one that shares
+//! kernel rows (or, for location and same-site hits, launch sites) with accepted matches
+//! is re-evaluated on what is left and kept if it still matches. Accepted rows below the
 //! report's share bar are dropped; the rest keep the greedy order.
+//!
+//! Time: a kernel row holds every launch of one name; a location-pattern hit or a
+//! `same_site_as` group counts only the launches at its sites ([`Hit::sites`]).
 
 use std::collections::HashSet;
 
@@ -815,20 +819,23 @@ pub fn select<'r>(
             .then(b.related_us.total_cmp(&a.related_us))
     });
     let mut blocked: HashSet<&str> = HashSet::new();
-    let mut consumed: HashSet<usize> = HashSet::new();
+    let mut claims = Claims::default();
     let mut accepted = Vec::new();
     for found in found {
         let rule = found.hits.rule;
         if blocked.contains(rule.id.as_str()) {
             continue;
         }
-        let candidate = if found.related_rows.iter().any(|r| consumed.contains(r)) {
+        let candidate = if found.related_rows.iter().any(|r| claims.touches(*r)) {
             let mut hits = found.hits;
-            let unclaimed = |h: &Hit| !consumed.contains(&h.row);
-            hits.active.retain(unclaimed);
-            for group in &mut hits.groups {
-                group.retain(unclaimed);
-            }
+            let left = |list: &mut Vec<Hit>| {
+                *list = list
+                    .drain(..)
+                    .filter_map(|h| claims.unclaimed(h, kernels))
+                    .collect();
+            };
+            left(&mut hits.active);
+            hits.groups.iter_mut().for_each(left);
             match candidate(hits, kernels, stage_total_us) {
                 Some(c) => c,
                 None => continue,
@@ -836,11 +843,63 @@ pub fn select<'r>(
         } else {
             found
         };
-        consumed.extend(candidate.related_rows.iter().copied());
+        for (hit, _) in candidate.hits.related() {
+            claims.claim(hit);
+        }
         blocked.extend(rule.subsumes.iter().map(String::as_str));
         accepted.push(candidate);
     }
     accepted
+}
+
+/// The kernel rows, or launch sites of rows, that accepted fuse rows already counted.
+/// Sites matter: a location pattern claims only some launches of a kernel row, and the
+/// rest (an RMSNorm launched from the layer norm, not from `apply_qk_norm`) stays free.
+#[derive(Default)]
+struct Claims {
+    /// Row -> `None` when the whole row is claimed, else the claimed site indices.
+    rows: std::collections::HashMap<usize, Option<HashSet<usize>>>,
+}
+
+impl Claims {
+    fn touches(&self, row: usize) -> bool {
+        self.rows.contains_key(&row)
+    }
+
+    fn claim(&mut self, hit: &Hit) {
+        match (&hit.sites, self.rows.entry(hit.row)) {
+            (None, entry) => {
+                entry.insert_entry(None);
+            }
+            (Some(sites), std::collections::hash_map::Entry::Vacant(v)) => {
+                v.insert(Some(sites.iter().copied().collect()));
+            }
+            (Some(sites), std::collections::hash_map::Entry::Occupied(mut o)) => {
+                if let Some(claimed) = o.get_mut() {
+                    claimed.extend(sites.iter().copied());
+                }
+            }
+        }
+    }
+
+    /// `hit` limited to the sites nobody claimed, or `None` when nothing is left.
+    fn unclaimed(&self, mut hit: Hit, kernels: &[KernelRow]) -> Option<Hit> {
+        match self.rows.get(&hit.row) {
+            None => Some(hit),
+            Some(None) => None,
+            Some(Some(claimed)) => {
+                let own: Vec<usize> = match hit.sites.take() {
+                    Some(sites) => sites,
+                    None => (0..kernels[hit.row].python_locations.len()).collect(),
+                };
+                let left: Vec<usize> = own.into_iter().filter(|i| !claimed.contains(i)).collect();
+                (!left.is_empty()).then(|| {
+                    hit.sites = Some(left);
+                    hit
+                })
+            }
+        }
+    }
 }
 
 /// What a user can do with a fuse row.
@@ -1495,6 +1554,68 @@ mod tests {
         assert_eq!(
             rows[0].python_locations,
             ["models/qwen3.py:88 apply_qk_norm"]
+        );
+    }
+
+    #[test]
+    fn greedy_selection_claims_launch_sites_not_whole_rows() {
+        // The QK-norm row claims the RMSNorm launches at apply_qk_norm (30%); the
+        // residual-norm row still gets the layer-norm launches (70%) of the same kernel row.
+        let body = [
+            row_text(
+                "qk-norm",
+                10,
+                "",
+                "[fusion.active]\nkernel = []\n\
+                 [[fusion.split]]\nname = \"norm\"\nlocation = [\"apply qk norm\"]\n",
+            ),
+            row_text(
+                "layer-norm",
+                0,
+                "",
+                "[fusion.active]\nkernel = []\n\
+                 [[fusion.split]]\nname = \"norm\"\nkernel = [\"rms norm kernel\"]\n",
+            ),
+        ]
+        .concat();
+        let rules = rules(&body);
+        let mut norm = kernel("void rms_norm_kernel<bf16>", 10.0, "", "sgl::rmsnorm");
+        norm.python_locations = vec![
+            SiteShare {
+                location: "layers/layernorm.py:20 forward".to_string(),
+                share_pct: 70.0,
+            },
+            SiteShare {
+                location: "models/qwen3.py:88 apply_qk_norm".to_string(),
+                share_pct: 30.0,
+            },
+        ];
+        let facts = RunFacts::default();
+        let rows = fuse_table(&rules, &[norm], 100.0, &input(&facts));
+        let got: Vec<(&str, f64, Vec<&str>)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.id.as_str(),
+                    (r.related_gpu_time_us * 1e6).round() / 1e6,
+                    r.python_locations.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "sglang.qk-norm",
+                    3.0,
+                    vec!["models/qwen3.py:88 apply_qk_norm"]
+                ),
+                (
+                    "sglang.layer-norm",
+                    7.0,
+                    vec!["layers/layernorm.py:20 forward"]
+                ),
+            ]
         );
     }
 }
