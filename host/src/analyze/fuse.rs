@@ -1469,28 +1469,28 @@ mod tests {
              [[fusion.split]]\nname = \"mul\"\nsame_site_as = \"silu\"\nkernel = [\"mul functor\"]\n",
         );
         let rules = rules(&body);
-        let sites = |list: &[(&str, f64)]| -> Vec<SiteShare> {
-            list.iter()
-                .map(|(l, p)| SiteShare {
-                    location: l.to_string(),
-                    share_pct: *p,
-                })
-                .collect()
-        };
-        let mut shared_mul = kernel("void mul_functor_a<bf16>", 10.0, "", "aten::mul");
-        shared_mul.python_locations = sites(&[
-            ("mlp.py:5 forward", 40.0),
-            ("rope.py:3 apply", 35.0),
-            ("unresolved", 25.0),
-        ]);
+        let shared_mul = kernel_at(
+            "void mul_functor_a<bf16>",
+            10.0,
+            "aten::mul",
+            &[
+                ("mlp.py:5 forward", 40.0),
+                ("rope.py:3 apply", 35.0),
+                ("unresolved", 25.0),
+            ],
+        );
         let rope_mul = kernel(
             "void mul_functor_b<bf16>",
             20.0,
             "rope.py:3 apply",
             "aten::mul",
         );
-        let mut silu = kernel("void silu_kernel<bf16>", 4.0, "", "aten::silu");
-        silu.python_locations = sites(&[("mlp.py:5 forward", 75.0), ("unresolved", 25.0)]);
+        let silu = kernel_at(
+            "void silu_kernel<bf16>",
+            4.0,
+            "aten::silu",
+            &[("mlp.py:5 forward", 75.0), ("unresolved", 25.0)],
+        );
         let kernels = vec![rope_mul, shared_mul, silu];
         let facts = RunFacts::default();
         let rows = fuse_table(&rules, &kernels, 100.0, &input(&facts));
@@ -1518,29 +1518,43 @@ mod tests {
         assert!(fuse_table(&rules, &apart, 100.0, &input(&facts)).is_empty());
     }
 
+    /// A split group that recognises the QK norm only by its call site.
+    const QK_NORM_BY_LOCATION: &str = "[fusion.active]\nkernel = []\n\
+         [[fusion.split]]\nname = \"norm\"\nlocation = [\"apply qk norm\"]\n";
+
+    /// `kernel` with its launches spread over `(location, share %)` sites.
+    fn kernel_at(name: &str, us: f64, op: &str, sites: &[(&str, f64)]) -> KernelRow {
+        let mut row = kernel(name, us, "", op);
+        row.python_locations = sites
+            .iter()
+            .map(|(location, share_pct)| SiteShare {
+                location: location.to_string(),
+                share_pct: *share_pct,
+            })
+            .collect();
+        row
+    }
+
+    /// One 10 us RMSNorm kernel row: 70% from the layer norm, 30% from apply_qk_norm.
+    fn two_site_norm() -> KernelRow {
+        kernel_at(
+            "void rms_norm_kernel<bf16>",
+            10.0,
+            "sgl::rmsnorm",
+            &[
+                ("layers/layernorm.py:20 forward", 70.0),
+                ("models/qwen3.py:88 apply_qk_norm", 30.0),
+            ],
+        )
+    }
+
     #[test]
     fn a_location_pattern_counts_only_the_launches_at_the_sites_it_matched() {
         // One RMSNorm kernel row launched from the layer norm (70%) and from apply_qk_norm
         // (30%): a split group keyed on the apply_qk_norm location claims only its 30%.
-        let body = row_text(
-            "qk-norm",
-            0,
-            "",
-            "[fusion.active]\nkernel = []\n\
-             [[fusion.split]]\nname = \"norm\"\nlocation = [\"apply qk norm\"]\n",
-        );
+        let body = row_text("qk-norm", 0, "", QK_NORM_BY_LOCATION);
         let rules = rules(&body);
-        let mut norm = kernel("void rms_norm_kernel<bf16>", 10.0, "", "sgl::rmsnorm");
-        norm.python_locations = vec![
-            SiteShare {
-                location: "layers/layernorm.py:20 forward".to_string(),
-                share_pct: 70.0,
-            },
-            SiteShare {
-                location: "models/qwen3.py:88 apply_qk_norm".to_string(),
-                share_pct: 30.0,
-            },
-        ];
+        let norm = two_site_norm();
         let facts = RunFacts::default();
         let rows = fuse_table(&rules, &[norm], 100.0, &input(&facts));
         assert_eq!(rows.len(), 1);
@@ -1562,13 +1576,7 @@ mod tests {
         // The QK-norm row claims the RMSNorm launches at apply_qk_norm (30%); the
         // residual-norm row still gets the layer-norm launches (70%) of the same kernel row.
         let body = [
-            row_text(
-                "qk-norm",
-                10,
-                "",
-                "[fusion.active]\nkernel = []\n\
-                 [[fusion.split]]\nname = \"norm\"\nlocation = [\"apply qk norm\"]\n",
-            ),
+            row_text("qk-norm", 10, "", QK_NORM_BY_LOCATION),
             row_text(
                 "layer-norm",
                 0,
@@ -1579,17 +1587,7 @@ mod tests {
         ]
         .concat();
         let rules = rules(&body);
-        let mut norm = kernel("void rms_norm_kernel<bf16>", 10.0, "", "sgl::rmsnorm");
-        norm.python_locations = vec![
-            SiteShare {
-                location: "layers/layernorm.py:20 forward".to_string(),
-                share_pct: 70.0,
-            },
-            SiteShare {
-                location: "models/qwen3.py:88 apply_qk_norm".to_string(),
-                share_pct: 30.0,
-            },
-        ];
+        let norm = two_site_norm();
         let facts = RunFacts::default();
         let rows = fuse_table(&rules, &[norm], 100.0, &input(&facts));
         let got: Vec<(&str, f64, Vec<&str>)> = rows
