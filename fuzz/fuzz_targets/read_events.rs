@@ -12,9 +12,9 @@ use llm_triage_fuzz::events::{render, Doc};
 fuzz_target!(|doc: Doc| {
     let text = render(&doc);
     if let Some(dir) = std::env::var_os("LLM_TRIAGE_FUZZ_RENDER") {
-        let hash = text
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
         let name = format!("events-{}-{hash:016x}.json", text.len());
         let _ = std::fs::write(std::path::Path::new(&dir).join(name), &text);
     }
