@@ -34,7 +34,8 @@
 //! Time: a kernel row holds every launch of one name; a location-pattern hit or a
 //! `same_site_as` group counts only the launches at its sites ([`Hit::sites`]).
 
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Serialize, Serializer};
 
@@ -858,7 +859,7 @@ pub fn select<'r>(
 #[derive(Default)]
 struct Claims {
     /// Row -> `None` when the whole row is claimed, else the claimed site indices.
-    rows: std::collections::HashMap<usize, Option<HashSet<usize>>>,
+    rows: HashMap<usize, Option<HashSet<usize>>>,
 }
 
 impl Claims {
@@ -871,10 +872,10 @@ impl Claims {
             (None, entry) => {
                 entry.insert_entry(None);
             }
-            (Some(sites), std::collections::hash_map::Entry::Vacant(v)) => {
+            (Some(sites), Entry::Vacant(v)) => {
                 v.insert(Some(sites.iter().copied().collect()));
             }
-            (Some(sites), std::collections::hash_map::Entry::Occupied(mut o)) => {
+            (Some(sites), Entry::Occupied(mut o)) => {
                 if let Some(claimed) = o.get_mut() {
                     claimed.extend(sites.iter().copied());
                 }
