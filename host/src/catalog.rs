@@ -585,18 +585,21 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
             return Err(format!("split group {:?} has no patterns", group.name));
         }
         // Only an earlier group can anchor this one, so links never form a cycle.
-        let anchor = match &group.same_site_as {
-            None => None,
-            Some(anchor) => match split.iter().position(|g: &SplitGroup| &g.name == anchor) {
-                Some(i) => Some(i),
-                None => {
-                    return Err(format!(
-                        "split group {:?}: same_site_as {anchor:?} names no earlier split group",
-                        group.name
-                    ))
-                }
-            },
-        };
+        let anchor = group
+            .same_site_as
+            .as_ref()
+            .map(|anchor| {
+                split
+                    .iter()
+                    .position(|g: &SplitGroup| &g.name == anchor)
+                    .ok_or_else(|| {
+                        format!(
+                            "split group {:?}: same_site_as {anchor:?} names no earlier split group",
+                            group.name
+                        )
+                    })
+            })
+            .transpose()?;
         split.push(SplitGroup {
             name: group.name.clone(),
             evidence,
