@@ -117,29 +117,18 @@ impl<'a> Cursor<'a> {
         let mut pid = None;
         let mut tid = None;
         let mut args = None;
-        self.expect(b'{')?;
-        if self.skip_ws()? == b'}' {
-            self.pos += 1;
-        } else {
-            loop {
-                let key = self.key()?;
-                // `Some(None)` records a `null` value: present for the duplicate check.
-                match key {
-                    "ph" => set_once(&mut ph, self.opt(Self::text)?)?,
-                    "cat" => set_once(&mut cat, self.opt(Self::text)?)?,
-                    "name" => set_once(&mut name, self.opt(Self::text)?)?,
-                    "pid" => set_once(&mut pid, self.opt(Self::label)?)?,
-                    "tid" => set_once(&mut tid, self.opt(Self::label)?)?,
-                    "ts" => set_once(&mut ts, self.opt(Self::time)?)?,
-                    "dur" => set_once(&mut dur, self.opt(Self::time)?)?,
-                    "args" => set_once(&mut args, self.opt(Self::args)?)?,
-                    _ => self.skip_value(1)?,
-                }
-                if !self.next_member(b'}')? {
-                    break;
-                }
-            }
-        }
+        // `Some(None)` records a `null` value: present for the duplicate check.
+        self.object(|s, key| match key {
+            "ph" => set_once(&mut ph, s.opt(Self::text)?),
+            "cat" => set_once(&mut cat, s.opt(Self::text)?),
+            "name" => set_once(&mut name, s.opt(Self::text)?),
+            "pid" => set_once(&mut pid, s.opt(Self::label)?),
+            "tid" => set_once(&mut tid, s.opt(Self::label)?),
+            "ts" => set_once(&mut ts, s.opt(Self::time)?),
+            "dur" => set_once(&mut dur, s.opt(Self::time)?),
+            "args" => set_once(&mut args, s.opt(Self::args)?),
+            _ => s.skip_value(1),
+        })?;
         Ok(RawEvent {
             name: name.flatten(),
             ph: ph.flatten(),
@@ -160,27 +149,16 @@ impl<'a> Cursor<'a> {
         let mut cuda_stream = None;
         let mut device = None;
         let mut name = None;
-        self.expect(b'{')?;
-        if self.skip_ws()? == b'}' {
-            self.pos += 1;
-        } else {
-            loop {
-                let key = self.key()?;
-                match key {
-                    "External id" => set_once(&mut external_id, self.id()?)?,
-                    "external id" => set_once(&mut legacy_external_id, self.id()?)?,
-                    "correlation" => set_once(&mut correlation, self.id()?)?,
-                    "stream" => set_once(&mut stream, self.int_arg()?)?,
-                    "cuda_stream" => set_once(&mut cuda_stream, self.int_arg()?)?,
-                    "device" => set_once(&mut device, self.int_arg()?)?,
-                    "name" => set_once(&mut name, self.opt(Self::label)?)?,
-                    _ => self.skip_value(2)?,
-                }
-                if !self.next_member(b'}')? {
-                    break;
-                }
-            }
-        }
+        self.object(|s, key| match key {
+            "External id" => set_once(&mut external_id, s.id()?),
+            "external id" => set_once(&mut legacy_external_id, s.id()?),
+            "correlation" => set_once(&mut correlation, s.id()?),
+            "stream" => set_once(&mut stream, s.int_arg()?),
+            "cuda_stream" => set_once(&mut cuda_stream, s.int_arg()?),
+            "device" => set_once(&mut device, s.int_arg()?),
+            "name" => set_once(&mut name, s.opt(Self::label)?),
+            _ => s.skip_value(2),
+        })?;
         Ok(RawArgs {
             external_id: external_id.unwrap_or_default(),
             legacy_external_id: legacy_external_id.unwrap_or_default(),
@@ -190,6 +168,23 @@ impl<'a> Cursor<'a> {
             device: device.unwrap_or_default(),
             name: name.flatten(),
         })
+    }
+
+    /// The object at the cursor: `member` is called with each key, the cursor at its
+    /// value, and must consume that value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Step<()>) -> Step<()> {
+        self.expect(b'{')?;
+        if self.skip_ws()? == b'}' {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            let key = self.key()?;
+            member(self, key)?;
+            if !self.next_member(b'}')? {
+                return Ok(());
+            }
+        }
     }
 
     /// An object key and its colon.
