@@ -77,6 +77,12 @@ fn assert_no_report(out: &Path) {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// The profiler was stopped exactly once and is no longer running.
+fn assert_stopped_once(emu: &Emulator) {
+    assert_eq!(stops(emu), 1, "{:?}", emu.arrived());
+    assert!(!emu.profiling(), "the stop took effect");
+}
+
 fn stops(emu: &Emulator) -> usize {
     emu.arrived()
         .iter()
@@ -127,8 +133,7 @@ fn a_stop_that_hangs_times_out_after_reaching_the_server() {
             emu.url()
         )],
     );
-    assert_eq!(stops(&emu), 1, "{:?}", emu.arrived());
-    assert!(!emu.profiling(), "the stop took effect");
+    assert_stopped_once(&emu);
     assert_no_report(dir.path());
 }
 
@@ -150,8 +155,7 @@ fn a_start_without_an_answer_is_followed_by_a_stop() {
             emu.url()
         )],
     );
-    assert_eq!(stops(&emu), 1, "{:?}", emu.arrived());
-    assert!(!emu.profiling(), "the stop took effect");
+    assert_stopped_once(&emu);
     assert_no_report(dir.path());
 }
 
@@ -195,8 +199,7 @@ fn ctrl_c_while_profiling_still_stops_the_profiler() {
         5,
         &["interrupted by Ctrl-C during the prefill capture requests (the profiler was stopped)"],
     );
-    assert_eq!(stops(&emu), 1, "{:?}", emu.arrived());
-    assert!(!emu.profiling());
+    assert_stopped_once(&emu);
     // Fewer than the 20 capture requests went out.
     let generated = emu
         .arrived()
@@ -260,8 +263,7 @@ fn a_flush_slower_than_the_limit_is_exit_5_naming_the_dir() {
         )],
     );
     assert!(line.contains("/prefill after 2 s"), "{line}");
-    assert_eq!(stops(&emu), 1);
-    assert!(!emu.profiling());
+    assert_stopped_once(&emu);
     assert_no_report(dir.path());
 }
 
