@@ -161,6 +161,33 @@ impl GroundTruth {
 }
 
 /// Writes the trace (and `server_args.json` when the spec has some) into `dir`.
+/// The 16 small fixtures of the end-to-end ground-truth test: every engine, extend and
+/// decode, eager on one stream and (decode only) graph replay on two streams.
+pub fn matrix_specs() -> Vec<FixtureSpec> {
+    let mut specs = Vec::new();
+    for engine in Engine::ALL {
+        for stage in [StageKind::Extend, StageKind::Decode] {
+            for (graph_replay, streams) in [(false, 1), (true, 2)] {
+                let mut spec = FixtureSpec::new(engine, stage);
+                spec.graph_replay = graph_replay && stage == StageKind::Decode;
+                spec.streams = streams;
+                spec.seed = 7 + specs.len() as u64;
+                specs.push(spec);
+            }
+        }
+    }
+    specs
+}
+
+/// Writes `matrix_specs()` as `dir/case<N>/…` and returns their ground truths in order.
+pub fn write_matrix(dir: &Path) -> std::io::Result<Vec<GroundTruth>> {
+    matrix_specs()
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| Ok(write_fixture(&dir.join(format!("case{i}")), spec)?.1))
+        .collect()
+}
+
 pub fn write_fixture(dir: &Path, spec: &FixtureSpec) -> std::io::Result<(PathBuf, GroundTruth)> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join(file_name(

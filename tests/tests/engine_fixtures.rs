@@ -74,29 +74,19 @@ fn check_against_truth(report: &Value, truth: &GroundTruth, what: &str) {
 #[test]
 fn every_engine_and_stage_matches_ground_truth() {
     let dir = tempfile::tempdir().unwrap();
-    let mut checked = 0;
-    for engine in Engine::ALL {
-        for stage in [StageKind::Extend, StageKind::Decode] {
-            for (graph_replay, streams) in [(false, 1), (true, 2)] {
-                let mut spec = FixtureSpec::new(engine, stage);
-                spec.graph_replay = graph_replay && stage == StageKind::Decode;
-                spec.streams = streams;
-                spec.seed = 7 + checked;
-                let sub = dir.path().join(format!("case{checked}"));
-                let (path, truth) = write_fixture(&sub, &spec).unwrap();
-                let what = format!(
-                    "{} {:?} graph={} streams={}",
-                    engine.name(),
-                    stage,
-                    spec.graph_replay,
-                    streams
-                );
-                check_against_truth(&triage_fixture(&path), &truth, &what);
-                checked += 1;
-            }
-        }
+    let specs = llm_triage_tests::matrix_specs();
+    let truths = llm_triage_tests::write_matrix(dir.path()).unwrap();
+    for (spec, truth) in specs.iter().zip(&truths) {
+        let what = format!(
+            "{} {:?} graph={} streams={}",
+            spec.engine.name(),
+            spec.stage,
+            spec.graph_replay,
+            spec.streams
+        );
+        check_against_truth(&triage_fixture(&truth.path), truth, &what);
     }
-    assert_eq!(checked, 16);
+    assert_eq!(truths.len(), 16);
 }
 
 #[test]

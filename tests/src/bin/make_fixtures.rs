@@ -8,6 +8,10 @@
 //!
 //! Prefill launches every kernel; decode replays one CUDA graph. The MLP all-reduce runs
 //! on a communication stream. Output is deterministic.
+//!
+//! `make-fixtures --matrix OUT_DIR` writes instead the 16 small fixtures of the end-to-end
+//! ground-truth test (every engine, extend and decode, eager on one stream and graph replay
+//! on two), as `OUT_DIR/case<N>/…`, for `scripts/report-identity.sh`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,12 +19,16 @@ use std::process::ExitCode;
 use llm_triage_tests::{write_fixture, Engine, FixtureSpec, GroundTruth, StageKind};
 
 fn main() -> ExitCode {
-    let mut args = std::env::args_os().skip(1);
-    let (Some(out), None) = (args.next(), args.next()) else {
-        eprintln!("usage: make-fixtures OUT_DIR");
-        return ExitCode::from(2);
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    let (out, write): (_, fn(&Path) -> std::io::Result<Vec<GroundTruth>>) = match args.as_slice() {
+        [out] => (out, write_example),
+        [flag, out] if flag == "--matrix" => (out, llm_triage_tests::write_matrix),
+        _ => {
+            eprintln!("usage: make-fixtures [--matrix] OUT_DIR");
+            return ExitCode::from(2);
+        }
     };
-    match write_example(Path::new(&out)) {
+    match write(Path::new(out)) {
         Ok(truths) => {
             for truth in truths {
                 println!("{}", truth.path.display());
