@@ -7,8 +7,9 @@
 #   scripts/report-identity.sh check DIR      write them again and diff against DIR
 #                                             (exit 1 and the diff when they differ)
 #
-# Fixtures are written to target/identity/fixtures, so paths inside reports are the same
-# from run to run. Run from anywhere; paths are relative to the repository root.
+# Fixtures are written to target/identity/fixtures, and the checkout's own path is
+# replaced by <repo> in every output, so two checkouts (git worktrees beside each other)
+# compare equal. Run from anywhere; paths are relative to the repository root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -75,6 +76,8 @@ side catalog-show catalog show vllm.allreduce-rmsnorm
 side catalog-validate catalog validate
 side plugins-list plugins list
 side help --help
+
+find "$out" -type f -exec sed -i "s#$PWD#<repo>#g" {} +
 
 if [[ $mode == check ]]; then
     if diff -r "$dir" "$out" >"$out.diff"; then
