@@ -18,9 +18,11 @@ use std::process::ExitCode;
 
 use llm_triage_tests::{write_fixture, Engine, FixtureSpec, GroundTruth, StageKind};
 
+type WriteFixtures = fn(&Path) -> std::io::Result<Vec<GroundTruth>>;
+
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
-    let (out, write): (_, fn(&Path) -> std::io::Result<Vec<GroundTruth>>) = match args.as_slice() {
+    let (out, write): (_, WriteFixtures) = match args.as_slice() {
         [out] => (out, write_example),
         [flag, out] if flag == "--matrix" => (out, llm_triage_tests::write_matrix),
         _ => {
