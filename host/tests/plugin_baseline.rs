@@ -1,5 +1,5 @@
 //! A plugin compiled against the frozen plugin-API 1.0 layout (tests/plugins/api1_0: the
-//! `baseline_v1_0::FrameworkPlugin` root module, header version 1.0.0) loads into this
+//! `baseline::v1_0::FrameworkPlugin` root module, header version 1.0.0) loads into this
 //! 1.1 host through the baseline path and contributes no fusion rows; the 1.1 engine
 //! plugins export theirs.
 

@@ -1,5 +1,5 @@
 //! A plugin compiled against the frozen plugin-API 1.1 layout (tests/plugins/api1_1: the
-//! `baseline_v1_1::FrameworkPlugin` root module, header version 1.1.0) loads into this
+//! `baseline::v1_1::FrameworkPlugin` root module, header version 1.1.0) loads into this
 //! 1.2 host through the baseline path: its fusion registry is read, it has no live
 //! capture (a capture error naming its API version) and claims no server.
 

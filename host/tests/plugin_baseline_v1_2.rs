@@ -1,5 +1,5 @@
 //! A plugin compiled against the frozen plugin-API 1.2 layout (tests/plugins/api1_2: the
-//! `baseline_v1_2::FrameworkPlugin` root module, header version 1.2.0) loads into this
+//! `baseline::v1_2::FrameworkPlugin` root module, header version 1.2.0) loads into this
 //! 1.3 host through the baseline path: its live-capture entry points still answer, and it
 //! has no tools (running one is a plugin error naming its API version).
 

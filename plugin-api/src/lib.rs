@@ -20,6 +20,10 @@ pub mod capture;
 pub mod scan;
 pub mod tools;
 
+/// Host plumbing: frozen older layouts of the root module (see the module doc).
+#[doc(hidden)]
+pub mod baseline;
+
 pub use capture::{
     Accepted, CapturePlan, CaptureRequest, EndpointEvidence, GenerateApi, HttpCall, HttpMethod,
     ProbeAnswer, TraceFiles, Workload,
@@ -253,161 +257,6 @@ impl RootModule for FrameworkPluginRef {
     const BASE_NAME: &'static str = "llm_triage_plugin";
     const NAME: &'static str = "llm_triage_plugin";
     const VERSION_STRINGS: VersionStrings = package_version_strings!();
-}
-
-/// Frozen copies of released root-module layouts, so the host can load plugins built
-/// against an older minor API (see `host/src/plugins/mod.rs`). Never change a released
-/// baseline: it must stay byte-for-byte the layout that version shipped.
-pub mod baseline_v1_0 {
-    use abi_stable::{
-        declare_root_module_statics,
-        library::RootModule,
-        sabi_types::VersionStrings,
-        std_types::{ROption, RResult, RStr, RString},
-        StableAbi,
-    };
-
-    use super::{Attribution, Claim, Manifest, MarkerKind, StageHint, TraceEvidence};
-
-    /// The plugin-API version this layout shipped in.
-    pub const API_VERSION: &str = "1.0.0";
-
-    /// The 1.0.0 root module. Same type name as the current one on purpose: abi_stable
-    /// 0.11 compares type name and package, not module path.
-    #[repr(C)]
-    #[derive(StableAbi)]
-    #[sabi(kind(Prefix(prefix_ref = FrameworkPluginRef)))]
-    #[sabi(missing_field(option))]
-    pub struct FrameworkPlugin {
-        pub manifest: extern "C" fn() -> RResult<Manifest, RString>,
-        pub detect: extern "C" fn(&TraceEvidence) -> RResult<ROption<Claim>, RString>,
-        pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
-        #[sabi(last_prefix_field)]
-        pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
-    }
-
-    impl RootModule for FrameworkPluginRef {
-        declare_root_module_statics! {FrameworkPluginRef}
-        const BASE_NAME: &'static str = "llm_triage_plugin";
-        const NAME: &'static str = "llm_triage_plugin";
-        const VERSION_STRINGS: VersionStrings = VersionStrings::new(API_VERSION);
-    }
-
-    impl FrameworkPluginRef {
-        /// This 1.0 module seen through the current layout: the fields added since read
-        /// as absent (`None`).
-        ///
-        /// # Safety
-        /// `self` must have passed abi_stable's checked load
-        /// (`init_root_module::<FrameworkPluginRef>()` of this module). The current layout
-        /// starts with exactly this layout's prefix fields, and the prefix metadata
-        /// records how many fields the library really has, so later accessors see `None`.
-        pub unsafe fn upgrade(self) -> super::FrameworkPluginRef {
-            super::FrameworkPluginRef(unsafe { self.0.cast() })
-        }
-    }
-}
-
-/// The 1.1.0 root module (`fusion_registry`, before live capture). Frozen like
-/// [`baseline_v1_0`].
-pub mod baseline_v1_1 {
-    use abi_stable::{
-        declare_root_module_statics,
-        library::RootModule,
-        sabi_types::VersionStrings,
-        std_types::{ROption, RResult, RStr, RString},
-        StableAbi,
-    };
-
-    use super::{Attribution, Claim, Manifest, MarkerKind, StageHint, TraceEvidence};
-
-    /// The plugin-API version this layout shipped in.
-    pub const API_VERSION: &str = "1.1.0";
-
-    #[repr(C)]
-    #[derive(StableAbi)]
-    #[sabi(kind(Prefix(prefix_ref = FrameworkPluginRef)))]
-    #[sabi(missing_field(option))]
-    pub struct FrameworkPlugin {
-        pub manifest: extern "C" fn() -> RResult<Manifest, RString>,
-        pub detect: extern "C" fn(&TraceEvidence) -> RResult<ROption<Claim>, RString>,
-        pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
-        #[sabi(last_prefix_field)]
-        pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
-        pub fusion_registry: extern "C" fn() -> RResult<RString, RString>,
-    }
-
-    impl RootModule for FrameworkPluginRef {
-        declare_root_module_statics! {FrameworkPluginRef}
-        const BASE_NAME: &'static str = "llm_triage_plugin";
-        const NAME: &'static str = "llm_triage_plugin";
-        const VERSION_STRINGS: VersionStrings = VersionStrings::new(API_VERSION);
-    }
-
-    impl FrameworkPluginRef {
-        /// This 1.1 module seen through the current layout; the live-capture entry points
-        /// read as absent (`None`).
-        ///
-        /// # Safety
-        /// As [`super::baseline_v1_0::FrameworkPluginRef::upgrade`]: `self` passed the
-        /// checked load against this frozen layout, which prefixes the current one.
-        pub unsafe fn upgrade(self) -> super::FrameworkPluginRef {
-            super::FrameworkPluginRef(unsafe { self.0.cast() })
-        }
-    }
-}
-
-/// The 1.2.0 root module (live capture, before tools). Frozen like [`baseline_v1_0`].
-pub mod baseline_v1_2 {
-    use abi_stable::{
-        declare_root_module_statics,
-        library::RootModule,
-        sabi_types::VersionStrings,
-        std_types::{ROption, RResult, RStr, RString},
-        StableAbi,
-    };
-
-    use super::{
-        Attribution, CapturePlan, CaptureRequest, Claim, EndpointEvidence, Manifest, MarkerKind,
-        StageHint, TraceEvidence,
-    };
-
-    /// The plugin-API version this layout shipped in.
-    pub const API_VERSION: &str = "1.2.0";
-
-    #[repr(C)]
-    #[derive(StableAbi)]
-    #[sabi(kind(Prefix(prefix_ref = FrameworkPluginRef)))]
-    #[sabi(missing_field(option))]
-    pub struct FrameworkPlugin {
-        pub manifest: extern "C" fn() -> RResult<Manifest, RString>,
-        pub detect: extern "C" fn(&TraceEvidence) -> RResult<ROption<Claim>, RString>,
-        pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
-        #[sabi(last_prefix_field)]
-        pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
-        pub fusion_registry: extern "C" fn() -> RResult<RString, RString>,
-        pub capture_plan:
-            extern "C" fn(&CaptureRequest, &EndpointEvidence) -> RResult<CapturePlan, RString>,
-        pub detect_endpoint: extern "C" fn(&EndpointEvidence) -> RResult<ROption<Claim>, RString>,
-    }
-
-    impl RootModule for FrameworkPluginRef {
-        declare_root_module_statics! {FrameworkPluginRef}
-        const BASE_NAME: &'static str = "llm_triage_plugin";
-        const NAME: &'static str = "llm_triage_plugin";
-        const VERSION_STRINGS: VersionStrings = VersionStrings::new(API_VERSION);
-    }
-
-    impl FrameworkPluginRef {
-        /// This 1.2 module seen through the current layout; `tools` reads as absent (`None`).
-        ///
-        /// # Safety
-        /// As [`super::baseline_v1_0::FrameworkPluginRef::upgrade`]: `self` passed the
-        /// checked load against this frozen layout, which prefixes the current one.
-        pub unsafe fn upgrade(self) -> super::FrameworkPluginRef {
-            super::FrameworkPluginRef(unsafe { self.0.cast() })
-        }
-    }
 }
 
 /// What a plugin author implements; [`export_plugin!`] turns it into the root module.

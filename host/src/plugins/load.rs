@@ -10,9 +10,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use llm_triage_plugin_api::abi_stable::library::lib_header_from_path;
-use llm_triage_plugin_api::{
-    baseline_v1_0, baseline_v1_1, baseline_v1_2, FrameworkPluginRef, PLUGIN_API_VERSION,
+use llm_triage_plugin_api::baseline::{
+    v1_0 as baseline_v1_0, v1_1 as baseline_v1_1, v1_2 as baseline_v1_2,
 };
+use llm_triage_plugin_api::{FrameworkPluginRef, PLUGIN_API_VERSION};
 
 use super::install::user_plugin_dir;
 use super::{CapabilityCell, Engine, EngineManifest, UpstreamRef};

@@ -1,5 +1,5 @@
 //! Test-only plugin exactly as a plugin compiled against plugin API 1.0.0 looks to the
-//! host: its root module is the frozen `baseline_v1_0::FrameworkPlugin` (four entry
+//! host: its root module is the frozen `baseline::v1_0::FrameworkPlugin` (four entry
 //! points, no `fusion_registry`) and its header says API 1.0.0. A 1.1 host must load it
 //! through the baseline layout, call it, and read its fusion registry as absent.
 
@@ -8,7 +8,7 @@ use abi_stable::{
     prefix_type::PrefixTypeTrait,
     std_types::{ROption, RResult, RStr, RString},
 };
-use llm_triage_plugin_api::baseline_v1_0::{FrameworkPlugin, FrameworkPluginRef, API_VERSION};
+use llm_triage_plugin_api::baseline::v1_0::{FrameworkPlugin, FrameworkPluginRef, API_VERSION};
 use llm_triage_plugin_api::{
     rstrings, Attribution, Claim, Manifest, MarkerKind, StageHint, TraceEvidence, Upstream,
 };

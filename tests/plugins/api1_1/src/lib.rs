@@ -1,5 +1,5 @@
 //! Test-only plugin exactly as a plugin compiled against plugin API 1.1.0 looks to the
-//! host: its root module is the frozen `baseline_v1_1::FrameworkPlugin` (five entry
+//! host: its root module is the frozen `baseline::v1_1::FrameworkPlugin` (five entry
 //! points: no `capture_plan`, no `detect_endpoint`) and its header says API 1.1.0. A 1.2
 //! host must load it through the baseline layout, read its fusion registry, and see no
 //! live capture.
@@ -9,7 +9,7 @@ use abi_stable::{
     prefix_type::PrefixTypeTrait,
     std_types::{ROption, RResult, RStr, RString},
 };
-use llm_triage_plugin_api::baseline_v1_1::{FrameworkPlugin, FrameworkPluginRef, API_VERSION};
+use llm_triage_plugin_api::baseline::v1_1::{FrameworkPlugin, FrameworkPluginRef, API_VERSION};
 use llm_triage_plugin_api::{
     rstrings, Attribution, Claim, Manifest, MarkerKind, StageHint, TraceEvidence, Upstream,
 };

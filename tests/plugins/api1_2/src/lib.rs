@@ -1,5 +1,5 @@
 //! Test-only plugin exactly as a plugin compiled against plugin API 1.2.0 looks to the
-//! host: its root module is the frozen `baseline_v1_2::FrameworkPlugin` (seven entry
+//! host: its root module is the frozen `baseline::v1_2::FrameworkPlugin` (seven entry
 //! points: live capture, no `tools`) and its header says API 1.2.0. A 1.3 host must load
 //! it through the baseline layout, keep its endpoint detection, and see no tools.
 
@@ -8,7 +8,7 @@ use abi_stable::{
     prefix_type::PrefixTypeTrait,
     std_types::{ROption, RResult, RStr, RString},
 };
-use llm_triage_plugin_api::baseline_v1_2::{FrameworkPlugin, FrameworkPluginRef, API_VERSION};
+use llm_triage_plugin_api::baseline::v1_2::{FrameworkPlugin, FrameworkPluginRef, API_VERSION};
 use llm_triage_plugin_api::{
     rstrings, Attribution, CapturePlan, CaptureRequest, Claim, EndpointEvidence, Manifest,
     MarkerKind, StageHint, TraceEvidence, Upstream,
