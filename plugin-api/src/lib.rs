@@ -19,6 +19,7 @@
 pub mod capture;
 pub mod scan;
 pub mod tools;
+mod types;
 
 /// Host plumbing: frozen older layouts of the root module (see the module doc).
 #[doc(hidden)]
@@ -29,198 +30,22 @@ pub use capture::{
     ProbeAnswer, TraceFiles, Workload,
 };
 pub use tools::{ToolBox, ToolFile, ToolOutput, ToolSpec};
+pub use types::{
+    capability, capability_cell, rstrings, score, wrapper, Attribution, Capability, Claim, Counted,
+    KeyValue, Manifest, MarkerKind, StageHint, Support, TraceEvidence, Upstream, WrapperFrame,
+};
 
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
     package_version_strings,
     sabi_types::VersionStrings,
-    std_types::{ROption, RResult, RStr, RString, RVec},
+    std_types::{ROption, RResult, RStr, RString},
     StableAbi,
 };
 
 /// The plugin-API version this crate defines (also the version abi_stable checks).
 pub const PLUGIN_API_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Where an engine's code lives upstream, and which commit the plugin was checked against.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct Upstream {
-    /// `owner/name` on GitHub, e.g. `sgl-project/sglang`.
-    pub repo: RString,
-    pub commit: RString,
-    /// ISO date of that commit, e.g. `2026-08-22`.
-    pub date: RString,
-}
-
-/// How well an engine supports one capability of the capability matrix.
-#[repr(u8)]
-#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Support {
-    Yes,
-    No,
-    /// Works under a condition the note states.
-    Conditional,
-    /// Accepted but has no effect.
-    Ignored,
-}
-
-/// One cell of the capability matrix (rows are keyed by `key`, see [`capability`]).
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct Capability {
-    pub key: RString,
-    pub support: Support,
-    /// The condition for `Conditional`, or any short remark.
-    pub note: RString,
-}
-
-/// Row keys of the capability matrix, in display order, with their labels.
-pub mod capability {
-    pub const TRACE_TRIAGE: &str = "trace-triage";
-    pub const LIVE_CAPTURE: &str = "live-capture";
-    pub const MAPPING_FORMAL: &str = "mapping-formal";
-    pub const STAGE_CAPTURE: &str = "stage-capture";
-    pub const PROFILE_BY_STAGE: &str = "profile-by-stage";
-    pub const PROFILE_PREFIX: &str = "profile-prefix";
-
-    /// `(key, label)` in the order `plugins list` prints them.
-    pub const ROWS: &[(&str, &str)] = &[
-        (TRACE_TRIAGE, "Existing-trace triage"),
-        (LIVE_CAPTURE, "Single live capture"),
-        (MAPPING_FORMAL, "Mapping+formal analysis"),
-        (STAGE_CAPTURE, "Stage-separated live workload"),
-        (PROFILE_BY_STAGE, "--profile-by-stage capture"),
-        (PROFILE_PREFIX, "--profile-prefix control"),
-    ];
-}
-
-/// Who a plugin is. Returned by [`FrameworkPlugin::manifest`].
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct Manifest {
-    /// Canonical name used by `--framework`, e.g. `sglang`. Lower case, unique.
-    pub name: RString,
-    /// Other spellings `--framework` accepts, e.g. `sgl`.
-    pub aliases: RVec<RString>,
-    /// Name shown in reports, e.g. `SGLang`.
-    pub display_name: RString,
-    /// The plugin's own semver.
-    pub plugin_version: RString,
-    /// The plugin-API version the plugin was compiled against ([`PLUGIN_API_VERSION`]).
-    pub api_version: RString,
-    pub upstream: Upstream,
-    pub capabilities: RVec<Capability>,
-}
-
-/// A string seen in a trace, with how often it was seen.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct Counted {
-    pub text: RString,
-    pub count: u64,
-}
-
-/// A `key = value` pair; `value` is the JSON text of the value.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct KeyValue {
-    pub key: RString,
-    pub value: RString,
-}
-
-/// What the host saw in a trace, compactly, for framework detection.
-///
-/// Every list is de-duplicated and capped by the host (a few hundred entries), so a
-/// plugin can scan it freely.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, Default, PartialEq, Eq)]
-pub struct TraceEvidence {
-    /// The trace file path as given (absolute).
-    pub file_path: RString,
-    /// Python source files of `python_function` frames (the part before `(line)`),
-    /// with the number of frames in each.
-    pub python_files: RVec<Counted>,
-    pub process_names: RVec<RString>,
-    pub thread_names: RVec<RString>,
-    /// Names of `user_annotation` / `gpu_user_annotation` events, digits runs
-    /// collapsed to `N`, with counts.
-    pub annotation_names: RVec<Counted>,
-    /// Distinct GPU kernel names (raw), with launch counts; the most frequent first.
-    pub kernel_names: RVec<Counted>,
-    /// Top-level keys of the trace document (`schemaVersion`, `deviceProperties`, ...).
-    pub metadata_keys: RVec<RString>,
-    /// Top-level entries of `server_args.json` next to the trace, if one was found.
-    pub server_args: RVec<KeyValue>,
-}
-
-/// A plugin's claim that a trace came from its engine.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct Claim {
-    /// Strength of the claim. The host picks the single strongest claim; equal top
-    /// scores are a tie and the host refuses. Use [`score`] tiers.
-    pub score: u32,
-    /// Human-readable facts that earned the claim, e.g.
-    /// `4562 python frames under vllm/`. Shown in the report header.
-    pub evidence: RVec<RString>,
-}
-
-/// Suggested claim strengths. A claim's score is its tier plus a bounded count (< 1000).
-pub mod score {
-    /// Server args written by this engine.
-    pub const SERVER_ARGS: u32 = 3000;
-    /// Python frames inside the engine's own source tree.
-    pub const SOURCE_FRAMES: u32 = 2000;
-    /// The engine's own stage annotations or process/thread names.
-    pub const ANNOTATIONS: u32 = 1000;
-    /// File naming alone.
-    pub const FILE_NAME: u32 = 100;
-}
-
-/// A frame that only wraps the real launch site and must be skipped when choosing a
-/// kernel's Python location (graph-runner replay, compile trampolines, profilers).
-/// A frame matches when its path contains `path_contains` and its function name equals
-/// `function`; an empty field matches anything.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, PartialEq, Eq)]
-pub struct WrapperFrame {
-    pub path_contains: RString,
-    pub function: RString,
-}
-
-/// How the host turns Python frames into locations for this engine.
-#[repr(C)]
-#[derive(StableAbi, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Attribution {
-    /// Path markers of the engine's own code, most specific first, e.g.
-    /// `python/sglang/`, `sglang/`. A location is shown from the marker on.
-    pub source_roots: RVec<RString>,
-    pub wrapper_frames: RVec<WrapperFrame>,
-}
-
-/// Which text [`FrameworkPlugin::stage_of`] is asked about.
-#[repr(u8)]
-#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MarkerKind {
-    /// A trace file's path (absolute).
-    FilePath,
-    /// The name of a `user_annotation` or `gpu_user_annotation` event.
-    Annotation,
-}
-
-/// A stage read from a marker.
-#[repr(u8)]
-#[derive(StableAbi, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StageHint {
-    /// The text says nothing about the stage.
-    Unknown,
-    /// Prefill / extend.
-    Extend,
-    Decode,
-    /// A step that runs prefill and decode requests together.
-    Mixed,
-}
 
 /// The root module every plugin exports. Fields after `last_prefix_field` are added in
 /// later minor versions and read as absent from older plugins.
@@ -463,27 +288,6 @@ pub mod __private {
     pub use abi_stable::export_root_module;
     pub use abi_stable::prefix_type::PrefixTypeTrait;
     pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString};
-}
-
-/// Small constructors that keep plugin code readable.
-pub fn rstrings<'a>(items: impl IntoIterator<Item = &'a str>) -> RVec<RString> {
-    items.into_iter().map(RString::from).collect()
-}
-
-/// A frame attribution skips: `function` empty means every function of the file.
-pub fn wrapper(path_contains: &str, function: &str) -> WrapperFrame {
-    WrapperFrame {
-        path_contains: path_contains.into(),
-        function: function.into(),
-    }
-}
-
-pub fn capability_cell(key: &str, support: Support, note: &str) -> Capability {
-    Capability {
-        key: key.into(),
-        support,
-        note: note.into(),
-    }
 }
 
 pub use abi_stable;
