@@ -17,6 +17,7 @@
 //! `tools` (named text transforms, see [`tools`]).
 
 pub mod capture;
+mod root;
 pub mod scan;
 pub mod tools;
 mod types;
@@ -29,60 +30,14 @@ pub use capture::{
     Accepted, CapturePlan, CaptureRequest, EndpointEvidence, GenerateApi, HttpCall, HttpMethod,
     ProbeAnswer, TraceFiles, Workload,
 };
+pub use root::{FrameworkPlugin, FrameworkPluginRef, PLUGIN_API_VERSION};
 pub use tools::{ToolBox, ToolFile, ToolOutput, ToolSpec};
 pub use types::{
     capability, capability_cell, rstrings, score, wrapper, Attribution, Capability, Claim, Counted,
     KeyValue, Manifest, MarkerKind, StageHint, Support, TraceEvidence, Upstream, WrapperFrame,
 };
 
-use abi_stable::{
-    declare_root_module_statics,
-    library::RootModule,
-    package_version_strings,
-    sabi_types::VersionStrings,
-    std_types::{ROption, RResult, RStr, RString},
-    StableAbi,
-};
-
-/// The plugin-API version this crate defines (also the version abi_stable checks).
-pub const PLUGIN_API_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// The root module every plugin exports. Fields after `last_prefix_field` are added in
-/// later minor versions and read as absent from older plugins.
-#[repr(C)]
-#[derive(StableAbi)]
-#[sabi(kind(Prefix(prefix_ref = FrameworkPluginRef)))]
-#[sabi(missing_field(option))]
-pub struct FrameworkPlugin {
-    pub manifest: extern "C" fn() -> RResult<Manifest, RString>,
-    /// `ROk(RNone)`: the evidence is not this engine's.
-    pub detect: extern "C" fn(&TraceEvidence) -> RResult<ROption<Claim>, RString>,
-    pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
-    #[sabi(last_prefix_field)]
-    pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
-    /// Since 1.1.0: the engine's fusion-catalog rows, the TOML text of
-    /// `catalog/fusions/<origin>.toml` (schema in `catalog/README.md`); empty for none.
-    /// Read through the `Option` accessor: a 1.0 plugin has no such field.
-    pub fusion_registry: extern "C" fn() -> RResult<RString, RString>,
-    /// Since 1.2.0: the engine's live-capture protocol for `request` at the server that
-    /// gave `evidence`; `RErr` with a one-line reason when it cannot capture (the host
-    /// reports it as a capture failure). Read through the `Option` accessor.
-    pub capture_plan:
-        extern "C" fn(&CaptureRequest, &EndpointEvidence) -> RResult<CapturePlan, RString>,
-    /// Since 1.2.0: a claim that the server behind `evidence` runs this engine;
-    /// `ROk(RNone)` when it is not. Read through the `Option` accessor.
-    pub detect_endpoint: extern "C" fn(&EndpointEvidence) -> RResult<ROption<Claim>, RString>,
-    /// Since 1.3.0: the plugin's text tools (`llm-triage tool`), possibly none. Read
-    /// through the `Option` accessor.
-    pub tools: extern "C" fn() -> RResult<ToolBox, RString>,
-}
-
-impl RootModule for FrameworkPluginRef {
-    declare_root_module_statics! {FrameworkPluginRef}
-    const BASE_NAME: &'static str = "llm_triage_plugin";
-    const NAME: &'static str = "llm_triage_plugin";
-    const VERSION_STRINGS: VersionStrings = package_version_strings!();
-}
+use abi_stable::std_types::{RResult, RString};
 
 /// What a plugin author implements; [`export_plugin!`] turns it into the root module.
 pub trait EnginePlugin {
