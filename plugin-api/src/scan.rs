@@ -1,8 +1,15 @@
 //! Helpers for reading [`TraceEvidence`] by path components, so plugins never test bare
 //! substrings (`nanovllm/engine/` must not count as `vllm/`). Plain Rust, not part of the
 //! ABI: plugins compile them into themselves.
+//!
+//! Two helpers read conventions that several engines share rather than one engine's own:
+//! [`execute_annotation_stage`] (vLLM's `execute_…context_…_generation_…` step
+//! annotations, which some SGLang builds write too) and [`stage_of_file_name`] (the stage
+//! token of SGLang-family trace file names, TokenSpeed's included). Plugins outside this
+//! repository call them, so they are frozen API: what they return for a name changes
+//! only with a new major version; a new convention gets a new function.
 
-use crate::{Claim, Counted, StageHint, TraceEvidence};
+use crate::{score, Claim, Counted, StageHint, TraceEvidence};
 
 /// The non-empty components of a path, split on `/` and `\\`.
 pub fn components(path: &str) -> impl DoubleEndedIterator<Item = &str> {
@@ -86,6 +93,59 @@ pub struct Signal {
     pub score: u32,
     /// Human readable, e.g. `4562 python frames under vllm/`.
     pub evidence: String,
+}
+
+/// The source-frames signal every engine plugin gives: the python frames whose file lies
+/// under one of the directory runs `roots` (a file under two of them counts once),
+/// shown as `<n> python frames under <label>` and scored [`score::SOURCE_FRAMES`] plus
+/// their share of all frames. `None` when no frame lies there.
+///
+/// `source_frames_signal(evidence, &[&["lmdeploy", "pytorch"]], "lmdeploy/pytorch/")`
+/// gives `30 python frames under lmdeploy/pytorch/`.
+pub fn source_frames_signal(
+    evidence: &TraceEvidence,
+    roots: &[&[&str]],
+    label: &str,
+) -> Option<Signal> {
+    source_frames_signal_with_kernel_lib(evidence, roots, label, &[], "")
+}
+
+/// [`source_frames_signal`] for an engine that also ships its kernels as a Python package
+/// of their own (SGLang's `sgl_kernel`), under the directory run `kernel_lib`. Next to the
+/// engine's own frames, the kernel library's frames add to the share and to the text
+/// (`83 python frames under sglang/ (+12 under sgl_kernel/)`). Alone they are the
+/// engine's kernels called from some other code, a weak hint: the
+/// [`score::ANNOTATIONS`] tier, `<k> python frames under <kernel_label> but none under
+/// <label>`.
+pub fn source_frames_signal_with_kernel_lib(
+    evidence: &TraceEvidence,
+    roots: &[&[&str]],
+    label: &str,
+    kernel_lib: &[&str],
+    kernel_label: &str,
+) -> Option<Signal> {
+    let total = total_frames(evidence);
+    let own = count_where(&evidence.python_files, |path| {
+        roots.iter().any(|dirs| has_dir_run(path, dirs))
+    });
+    let kernel_frames = frames_under(evidence, kernel_lib);
+    if own > 0 {
+        let mut text = format!("{} under {label}", counted_noun(own, "python frame"));
+        if kernel_frames > 0 {
+            text.push_str(&format!(" (+{kernel_frames} under {kernel_label})"));
+        }
+        return Some(Signal {
+            score: score::SOURCE_FRAMES + share_points(own + kernel_frames, total),
+            evidence: text,
+        });
+    }
+    (kernel_frames > 0).then(|| Signal {
+        score: score::ANNOTATIONS + share_points(kernel_frames, total),
+        evidence: format!(
+            "{} under {kernel_label} but none under {label}",
+            counted_noun(kernel_frames, "python frame")
+        ),
+    })
 }
 
 /// The claim of the strongest signal, carrying every signal's evidence, strongest first.
@@ -209,6 +269,90 @@ mod tests {
             "execute_N_context_N(sqNskN)_generation_N(sqN)"
         ));
         assert!(!is_execute_annotation("execute_model"));
+    }
+
+    fn evidence(files: &[(&str, u64)]) -> TraceEvidence {
+        let one = |(text, count): &(&str, u64)| Counted {
+            text: (*text).into(),
+            count: *count,
+        };
+        TraceEvidence {
+            python_files: files.iter().map(one).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn source_frames_are_counted_under_whole_directory_runs() {
+        let e = evidence(&[
+            ("/opt/lmdeploy/pytorch/engine/model_agent/agent.py", 30),
+            ("/opt/lmdeploy/serve/async_engine.py", 5),
+            ("/opt/torch/nn/modules/module.py", 5),
+        ]);
+        let signal = source_frames_signal(&e, &[&["lmdeploy", "pytorch"]], "lmdeploy/pytorch/");
+        assert_eq!(
+            signal,
+            Some(Signal {
+                score: score::SOURCE_FRAMES + 749, // 30 * 999 / 40
+                evidence: "30 python frames under lmdeploy/pytorch/".into(),
+            })
+        );
+        let one = evidence(&[("vllm/v1/worker/gpu_model_runner.py", 1)]);
+        let signal = source_frames_signal(&one, &[&["vllm"]], "vllm/").unwrap();
+        assert_eq!(signal.evidence, "1 python frame under vllm/");
+        assert_eq!(signal.score, score::SOURCE_FRAMES + 999);
+        let nano = evidence(&[("nanovllm/engine/model_runner.py", 20)]);
+        assert_eq!(source_frames_signal(&nano, &[&["vllm"]], "vllm/"), None);
+        assert_eq!(
+            source_frames_signal(&evidence(&[]), &[&["vllm"]], "vllm/"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_file_under_two_roots_counts_once() {
+        let e = evidence(&[
+            ("/ws/sglang/srt/managers/scheduler.py", 10),
+            ("/ws/sglang_omni/pipeline.py", 5),
+            ("/ws/sglang/sglang_omni/x.py", 2),
+            ("torch/utils/_pytree.py", 83),
+        ]);
+        let roots: &[&[&str]] = &[&["sglang"], &["sglang_omni"]];
+        let signal = source_frames_signal(&e, roots, "sglang/").unwrap();
+        assert_eq!(signal.evidence, "17 python frames under sglang/");
+        assert_eq!(signal.score, score::SOURCE_FRAMES + 169); // 17 * 999 / 100
+    }
+
+    #[test]
+    fn a_kernel_library_adds_to_own_frames_and_alone_is_weak() {
+        let roots: &[&[&str]] = &[&["sglang"]];
+        let with = |files: &[(&str, u64)]| {
+            source_frames_signal_with_kernel_lib(
+                &evidence(files),
+                roots,
+                "sglang/",
+                &["sgl_kernel"],
+                "sgl_kernel/",
+            )
+        };
+        let both = with(&[
+            ("sglang/srt/layers/activation.py", 83),
+            ("sgl_kernel/elementwise.py", 12),
+            ("torch/nn/modules/module.py", 5),
+        ])
+        .unwrap();
+        assert_eq!(
+            both.evidence,
+            "83 python frames under sglang/ (+12 under sgl_kernel/)"
+        );
+        assert_eq!(both.score, score::SOURCE_FRAMES + 949); // 95 * 999 / 100
+        let alone = with(&[("sgl_kernel/elementwise.py", 10), ("vllm/x/y.py", 90)]).unwrap();
+        assert_eq!(
+            alone.evidence,
+            "10 python frames under sgl_kernel/ but none under sglang/"
+        );
+        assert_eq!(alone.score, score::ANNOTATIONS + 99); // 10 * 999 / 100
+        assert_eq!(with(&[("vllm/x/y.py", 90)]), None);
     }
 
     #[test]
