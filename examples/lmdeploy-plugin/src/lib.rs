@@ -97,7 +97,7 @@ impl EnginePlugin for LmDeploy {
     fn detect(evidence: &TraceEvidence) -> Option<Claim> {
         let signals = [
             annotation_signal(evidence),
-            source_frames_signal(evidence),
+            scan::source_frames_signal(evidence, &[SOURCE_DIRS], "lmdeploy/pytorch/"),
             file_name_signal(evidence),
         ];
         scan::best_claim(signals.into_iter().flatten())
@@ -157,18 +157,6 @@ fn annotation_signal(evidence: &TraceEvidence) -> Option<Signal> {
             "{} of LMDeploy's record_function annotations ({})",
             scan::counted_noun(events, "event"),
             names.join(", ")
-        ),
-    })
-}
-
-/// Python frames inside the `lmdeploy/pytorch/` package (stacks recorded).
-fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
-    let frames = scan::frames_under(evidence, SOURCE_DIRS);
-    (frames > 0).then(|| Signal {
-        score: score::SOURCE_FRAMES + scan::share_points(frames, scan::total_frames(evidence)),
-        evidence: format!(
-            "{} under lmdeploy/pytorch/",
-            scan::counted_noun(frames, "python frame")
         ),
     })
 }

@@ -72,7 +72,13 @@ impl EnginePlugin for SgLang {
     fn detect(evidence: &TraceEvidence) -> Option<Claim> {
         let signals = [
             server_args_signal(evidence),
-            source_frames_signal(evidence),
+            scan::source_frames_signal_with_kernel_lib(
+                evidence,
+                &[&["sglang"], &["sglang_omni"]],
+                "sglang/",
+                &["sgl_kernel"],
+                "sgl_kernel/",
+            ),
             step_annotation_signal(evidence),
             process_name_signal(evidence),
             file_name_signal(evidence),
@@ -142,32 +148,6 @@ fn server_args_signal(evidence: &TraceEvidence) -> Option<Signal> {
     (found.len() >= 2).then(|| Signal {
         score: score::SERVER_ARGS + scan::bounded(found.len() as u64),
         evidence: format!("server_args.json has SGLang keys: {}", found.join(", ")),
-    })
-}
-
-fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
-    let total = scan::total_frames(evidence);
-    let own = scan::count_where(&evidence.python_files, |p| {
-        scan::has_dir_run(p, &["sglang"]) || scan::has_dir_run(p, &["sglang_omni"])
-    });
-    let kernel_lib = scan::frames_under(evidence, &["sgl_kernel"]);
-    if own > 0 {
-        let mut text = format!("{} under sglang/", scan::counted_noun(own, "python frame"));
-        if kernel_lib > 0 {
-            text.push_str(&format!(" (+{kernel_lib} under sgl_kernel/)"));
-        }
-        return Some(Signal {
-            score: score::SOURCE_FRAMES + scan::share_points(own + kernel_lib, total),
-            evidence: text,
-        });
-    }
-    // sgl_kernel alone is SGLang's kernel library used from elsewhere: a weak hint.
-    (kernel_lib > 0).then(|| Signal {
-        score: score::ANNOTATIONS + scan::share_points(kernel_lib, total),
-        evidence: format!(
-            "{} under sgl_kernel/ but none under sglang/",
-            scan::counted_noun(kernel_lib, "python frame")
-        ),
     })
 }
 

@@ -66,7 +66,7 @@ impl EnginePlugin for TokenSpeed {
     fn detect(evidence: &TraceEvidence) -> Option<Claim> {
         let signals = [
             server_args_signal(evidence),
-            source_frames_signal(evidence),
+            scan::source_frames_signal(evidence, &[&["tokenspeed"]], "tokenspeed/"),
             process_name_signal(evidence),
             file_name_signal(evidence),
         ];
@@ -135,17 +135,6 @@ fn server_args_signal(evidence: &TraceEvidence) -> Option<Signal> {
     (!found.is_empty()).then(|| Signal {
         score: score::SERVER_ARGS + scan::bounded(found.len() as u64),
         evidence: format!("server_args.json has TokenSpeed keys: {}", found.join(", ")),
-    })
-}
-
-fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
-    let own = scan::frames_under(evidence, &["tokenspeed"]);
-    (own > 0).then(|| Signal {
-        score: score::SOURCE_FRAMES + scan::share_points(own, scan::total_frames(evidence)),
-        evidence: format!(
-            "{} under tokenspeed/",
-            scan::counted_noun(own, "python frame")
-        ),
     })
 }
 

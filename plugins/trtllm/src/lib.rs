@@ -57,7 +57,7 @@ impl EnginePlugin for TrtLlm {
 
     fn detect(evidence: &TraceEvidence) -> Option<Claim> {
         let signals = [
-            source_frames_signal(evidence),
+            scan::source_frames_signal(evidence, &[&["tensorrt_llm"]], "tensorrt_llm/"),
             stackless_kernel_signal(evidence),
         ];
         scan::best_claim(signals.into_iter().flatten())
@@ -120,17 +120,6 @@ export_plugin!(
     TrtLlm,
     registry = include_str!("../../../catalog/fusions/trtllm.toml")
 );
-
-fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
-    let own = scan::frames_under(evidence, &["tensorrt_llm"]);
-    (own > 0).then(|| Signal {
-        score: score::SOURCE_FRAMES + scan::share_points(own, scan::total_frames(evidence)),
-        evidence: format!(
-            "{} under tensorrt_llm/",
-            scan::counted_noun(own, "python frame")
-        ),
-    })
-}
 
 fn stackless_kernel_signal(evidence: &TraceEvidence) -> Option<Signal> {
     if !evidence.python_files.is_empty() {

@@ -51,7 +51,7 @@ impl EnginePlugin for Vllm {
 
     fn detect(evidence: &TraceEvidence) -> Option<Claim> {
         let signals = [
-            source_frames_signal(evidence),
+            scan::source_frames_signal(evidence, &[&["vllm"]], "vllm/"),
             execute_annotation_signal(evidence),
             process_name_signal(evidence),
             file_name_signal(evidence),
@@ -115,14 +115,6 @@ export_plugin!(
     Vllm,
     registry = include_str!("../../../catalog/fusions/vllm.toml")
 );
-
-fn source_frames_signal(evidence: &TraceEvidence) -> Option<Signal> {
-    let own = scan::frames_under(evidence, &["vllm"]);
-    (own > 0).then(|| Signal {
-        score: score::SOURCE_FRAMES + scan::share_points(own, scan::total_frames(evidence)),
-        evidence: format!("{} under vllm/", scan::counted_noun(own, "python frame")),
-    })
-}
 
 fn execute_annotation_signal(evidence: &TraceEvidence) -> Option<Signal> {
     let count = scan::count_where(&evidence.annotation_names, scan::is_execute_annotation);
