@@ -12,7 +12,8 @@
 //! [`Attribution`], [`StageHint`] … (`types.rs`); the detection helpers ([`scan`]); live
 //! capture ([`capture`]) and text tools ([`tools`]); and the root module the macro fills
 //! in, [`FrameworkPlugin`], with the versioning rules (`root.rs`). The hidden `baseline`
-//! module is host plumbing: frozen older layouts the host loads old plugins through.
+//! module is host plumbing: frozen older layouts the host loads old plugins through. The
+//! `testing` feature adds the `testing` module (builders for a plugin's unit tests).
 //!
 //! History: 1.0.0 `manifest`, `detect`, `attribution`, `stage_of`; 1.1.0 adds
 //! `fusion_registry` (the plugin's fusion-catalog rows as TOML text); 1.2.0 adds
@@ -25,6 +26,10 @@ mod root;
 pub mod scan;
 pub mod tools;
 mod types;
+
+/// Builders for plugins' unit tests (feature `testing`, for `[dev-dependencies]`).
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 /// Host plumbing: frozen older layouts of the root module (see the module doc).
 #[doc(hidden)]

@@ -272,12 +272,8 @@ mod tests {
     }
 
     fn evidence(files: &[(&str, u64)]) -> TraceEvidence {
-        let one = |(text, count): &(&str, u64)| Counted {
-            text: (*text).into(),
-            count: *count,
-        };
         TraceEvidence {
-            python_files: files.iter().map(one).collect(),
+            python_files: crate::testing::counted(files),
             ..Default::default()
         }
     }
