@@ -178,18 +178,7 @@ fn file_name_signal(evidence: &TraceEvidence) -> Option<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llm_triage_plugin_api::abi_stable::std_types::RVec;
-    use llm_triage_plugin_api::Counted;
-
-    fn counted(items: &[(&str, u64)]) -> RVec<Counted> {
-        items
-            .iter()
-            .map(|(t, c)| Counted {
-                text: (*t).into(),
-                count: *c,
-            })
-            .collect()
-    }
+    use llm_triage_plugin_api::testing::counted;
 
     #[test]
     fn engine_annotations_claim_a_trace_without_stacks() {

@@ -219,24 +219,7 @@ fn stage_of_annotation(name: &str) -> StageHint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llm_triage_plugin_api::abi_stable::std_types::RVec;
-    use llm_triage_plugin_api::{Counted, KeyValue};
-
-    fn counted(items: &[(&str, u64)]) -> RVec<Counted> {
-        let one = |(text, count): &(&str, u64)| Counted {
-            text: (*text).into(),
-            count: *count,
-        };
-        items.iter().map(one).collect()
-    }
-
-    fn args(keys: &[(&str, &str)]) -> RVec<KeyValue> {
-        let one = |(key, value): &(&str, &str)| KeyValue {
-            key: (*key).into(),
-            value: (*value).into(),
-        };
-        keys.iter().map(one).collect()
-    }
+    use llm_triage_plugin_api::testing::{counted, key_values};
 
     #[test]
     fn sglang_frames_claim_the_source_tier() {
@@ -270,7 +253,7 @@ mod tests {
     fn trtllm_values_in_sglang_args_stay_sglang() {
         // The predecessor's substring rule made this TensorRT-LLM (spec §14 item 14).
         let e = TraceEvidence {
-            server_args: args(&[
+            server_args: key_values(&[
                 ("attention_backend", "\"trtllm_mla\""),
                 ("moe_runner_backend", "\"flashinfer_trtllm\""),
                 ("chunked_prefill_size", "8192"),
@@ -285,7 +268,7 @@ mod tests {
     #[test]
     fn tokenspeed_args_are_not_sglang_args() {
         let e = TraceEvidence {
-            server_args: args(&[
+            server_args: key_values(&[
                 ("attention_backend", "\"mla\""),
                 ("chunked_prefill_size", "8192"),
                 ("attn_tp_size", "4"),

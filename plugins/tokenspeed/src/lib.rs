@@ -175,31 +175,16 @@ fn file_name_signal(evidence: &TraceEvidence) -> Option<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llm_triage_plugin_api::abi_stable::std_types::RVec;
-    use llm_triage_plugin_api::{Counted, KeyValue};
-
-    fn counted(items: &[(&str, u64)]) -> RVec<Counted> {
-        let one = |(text, count): &(&str, u64)| Counted {
-            text: (*text).into(),
-            count: *count,
-        };
-        items.iter().map(one).collect()
-    }
+    use llm_triage_plugin_api::testing::{counted, key_values};
 
     #[test]
     fn tokenspeed_args_and_frames() {
         let e = TraceEvidence {
-            server_args: [
+            server_args: key_values(&[
                 ("attn_tp_size", "4"),
                 ("moe_tp_size", "1"),
                 ("chunked_prefill_size", "8192"),
-            ]
-            .iter()
-            .map(|(k, v)| KeyValue {
-                key: (*k).into(),
-                value: (*v).into(),
-            })
-            .collect(),
+            ]),
             python_files: counted(&[
                 (
                     "/ws/tokenspeed/python/tokenspeed/runtime/execution/model_executor.py",

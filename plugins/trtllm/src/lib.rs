@@ -140,16 +140,7 @@ fn stackless_kernel_signal(evidence: &TraceEvidence) -> Option<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llm_triage_plugin_api::abi_stable::std_types::RVec;
-    use llm_triage_plugin_api::{Counted, KeyValue};
-
-    fn counted(items: &[(&str, u64)]) -> RVec<Counted> {
-        let one = |(text, count): &(&str, u64)| Counted {
-            text: (*text).into(),
-            count: *count,
-        };
-        items.iter().map(one).collect()
-    }
+    use llm_triage_plugin_api::testing::{counted, key_values};
 
     #[test]
     fn tensorrt_llm_frames_claim_the_source_tier() {
@@ -198,13 +189,7 @@ mod tests {
     #[test]
     fn sglang_args_naming_trtllm_backends_are_not_trtllm() {
         let e = TraceEvidence {
-            server_args: [("attention_backend", "\"trtllm_mla\"")]
-                .iter()
-                .map(|(k, v)| KeyValue {
-                    key: (*k).into(),
-                    value: (*v).into(),
-                })
-                .collect(),
+            server_args: key_values(&[("attention_backend", "\"trtllm_mla\"")]),
             file_path: "/runs/trtllm_mla_test/x-TP-0.trace.json.gz".into(),
             ..Default::default()
         };

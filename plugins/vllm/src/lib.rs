@@ -169,16 +169,7 @@ fn file_name_signal(evidence: &TraceEvidence) -> Option<Signal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llm_triage_plugin_api::abi_stable::std_types::RVec;
-    use llm_triage_plugin_api::Counted;
-
-    fn counted(items: &[(&str, u64)]) -> RVec<Counted> {
-        let one = |(text, count): &(&str, u64)| Counted {
-            text: (*text).into(),
-            count: *count,
-        };
-        items.iter().map(one).collect()
-    }
+    use llm_triage_plugin_api::testing::counted;
 
     #[test]
     fn nanovllm_is_not_vllm() {
