@@ -12,7 +12,8 @@ use crate::{
     StageHint, ToolFile, ToolOutput, ToolSpec, TraceEvidence,
 };
 
-/// What a plugin author implements; [`export_plugin!`] turns it into the root module.
+/// What a plugin author implements; [`export_plugin!`](crate::export_plugin!) turns it
+/// into the root module.
 pub trait EnginePlugin {
     fn manifest() -> Manifest;
     fn detect(evidence: &TraceEvidence) -> Option<Claim>;
