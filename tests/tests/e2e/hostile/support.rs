@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::llm_triage;
+use crate::util::llm_triage;
 
 /// Long enough for a debug build reading 100 MB; short enough that a hang fails fast.
 pub const LIMIT: Duration = Duration::from_secs(60);

@@ -4,11 +4,9 @@
 //! (serde for every event, the straightforward path). Failures must match too: same
 //! exit code, same stderr.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::util::*;
 use llm_triage_tests::{write_fixture, Engine, FixtureSpec, StageKind};
 
 /// (exit code, stdout, stderr) of one triage.

@@ -2,12 +2,10 @@
 //! python3), its flag spellings, `--pid-substring`; and the man page and completions
 //! generated from the same clap definition.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{gpu_events, llm_triage, raw_events, target_dir, workspace_root};
+use crate::util::{gpu_events, llm_triage, raw_events, target_dir, workspace_root};
 
 /// The real python3 executable (not a version-manager shim, which needs its own PATH).
 fn python() -> Option<PathBuf> {

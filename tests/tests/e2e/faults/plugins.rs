@@ -2,15 +2,12 @@
 //! entry point is exit 6 naming the plugin and leaves no report behind; broken, foreign
 //! and duplicate plugin files are noted in the report and never stop a run.
 
-mod common;
-mod hostile_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{target_dir, workspace_root};
-use hostile_support::*;
+use crate::hostile::support::*;
+use crate::util::{target_dir, workspace_root};
 
 /// `target/<profile>/`, with the test-only plugins built too (not default members).
 fn test_plugins_dir() -> &'static Path {

@@ -1,8 +1,6 @@
 //! End-to-end: the command line surface of the real binary.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 
 #[test]
 fn no_arguments_prints_help_and_succeeds() {
