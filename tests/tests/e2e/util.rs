@@ -1,6 +1,5 @@
 //! Shared helpers for the end-to-end tests: the real binary, built once, and the real
 //! plugins beside it; the shared traces; independent recounts of trace events.
-#![allow(dead_code)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,5 @@
 //! Helpers for the hostile-input and fault tests: the real binary under a time limit,
 //! the shape every failure must have, and a small valid trace to break.
-#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::Output;
