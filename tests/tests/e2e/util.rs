@@ -48,9 +48,15 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The shared traces directory (`../shared/traces` beside the checkout).
+/// The shared traces directory, `../shared/traces` beside the checkout (real traces kept
+/// out of the repository; `SOURCES.md` there says where each comes from).
+pub fn shared_traces_dir() -> PathBuf {
+    workspace_root().join("../shared/traces")
+}
+
+/// One trace of [`shared_traces_dir`], which must be there.
 pub fn shared_trace(name: &str) -> PathBuf {
-    let p = workspace_root().join("../shared/traces").join(name);
+    let p = shared_traces_dir().join(name);
     assert!(p.exists(), "shared trace missing: {}", p.display());
     p
 }
