@@ -9,7 +9,7 @@ use crate::util::{llm_triage, workspace_root};
 
 fn data(name: &str) -> PathBuf {
     workspace_root()
-        .join("tests/tests/companion_data")
+        .join("tests/tests/e2e/companion/data")
         .join(name)
 }
 
