@@ -50,7 +50,7 @@ pub fn workspace_root() -> PathBuf {
 
 /// The shared traces directory, `../shared/traces` beside the checkout (real traces kept
 /// out of the repository; `SOURCES.md` there says where each comes from).
-pub fn shared_traces_dir() -> PathBuf {
+pub(crate) fn shared_traces_dir() -> PathBuf {
     workspace_root().join("../shared/traces")
 }
 
@@ -71,6 +71,22 @@ pub fn llm_triage() -> assert_cmd::Command {
         .env("XDG_DATA_HOME", &empty_home)
         .env("NO_COLOR", "1");
     cmd
+}
+
+/// A copy of the real binary as `dir/llm-triage`, alone there (so it finds no plugins
+/// beside it). `cp` writes the copy in a process of its own: a copy written by this
+/// process would be open for writing while another test thread spawns a child, the child
+/// would inherit that descriptor until its own exec, and running the copy would then fail
+/// with ETXTBSY ("Text file busy").
+pub(crate) fn binary_copy_in(dir: &Path) -> PathBuf {
+    let copy = dir.join("llm-triage");
+    let status = Command::new("cp")
+        .arg(target_dir().join("llm-triage"))
+        .arg(&copy)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "copying the binary to {}", copy.display());
+    copy
 }
 
 /// Runs a triage with `--format json` and returns the parsed report.

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::hostile::support::*;
-use crate::util::{target_dir, workspace_root};
+use crate::util::{binary_copy_in, target_dir, workspace_root};
 
 /// `target/<profile>/`, with the test-only plugins built too (not default members).
 fn test_plugins_dir() -> &'static Path {
@@ -289,8 +289,7 @@ fn a_plugin_directory_anyone_may_write_to_is_warned_about() {
 fn no_usable_plugin_at_all_is_exit_6() {
     // A copy of the binary alone in a directory, with only a broken plugin to find.
     let bin_dir = tempfile::tempdir().unwrap();
-    let bin = bin_dir.path().join("llm-triage");
-    std::fs::copy(target_dir().join("llm-triage"), &bin).unwrap();
+    let bin = binary_copy_in(bin_dir.path());
     let plugins = tempfile::tempdir().unwrap();
     std::fs::write(plugins.path().join(so("llm_triage_plugin_x")), "junk").unwrap();
     let work = tempfile::tempdir().unwrap();
