@@ -61,14 +61,19 @@ pub fn shared_trace(name: &str) -> PathBuf {
     p
 }
 
+/// The `XDG_DATA_HOME` of every run that should see no user plugin dir. Nothing creates
+/// it: the tests that install plugins give their run a temporary `XDG_DATA_HOME` of its own.
+pub(crate) fn empty_xdg_data_home() -> PathBuf {
+    std::env::temp_dir().join("llm-triage-tests-empty-xdg")
+}
+
 /// A command running the real `llm-triage` binary with only the built plugins visible
 /// (no user plugin dir, no environment leaking in).
 pub fn llm_triage() -> assert_cmd::Command {
     let bin = target_dir().join("llm-triage");
     let mut cmd = assert_cmd::Command::new(bin);
-    let empty_home = std::env::temp_dir().join("llm-triage-tests-empty-xdg");
     cmd.env_remove("LLM_TRIAGE_PLUGIN_PATH")
-        .env("XDG_DATA_HOME", &empty_home)
+        .env("XDG_DATA_HOME", empty_xdg_data_home())
         .env("NO_COLOR", "1");
     cmd
 }
