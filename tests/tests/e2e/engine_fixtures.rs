@@ -2,9 +2,7 @@
 //! engine, stage kind, graph replay and stream count, through the real binary and the
 //! real plugins. Times, launch counts, locations and CPU ops must equal the truth.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 use llm_triage_tests::{write_fixture, Engine, FixtureSpec, GroundTruth, StageKind};
 use serde_json::Value;
 

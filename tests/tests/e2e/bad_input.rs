@@ -1,10 +1,8 @@
 //! End-to-end: bad input gets one clear line naming the file, and its exit code.
 
-mod common;
-
 use std::io::Write;
 
-use common::*;
+use crate::util::*;
 
 fn assert_fails(args: &[&str], code: i32, needle: &str) -> String {
     let out = llm_triage().args(args).output().unwrap();

@@ -1,6 +1,5 @@
 //! Shared helpers for the end-to-end tests: the real binary, built once, and the real
 //! plugins beside it; the shared traces; independent recounts of trace events.
-#![allow(dead_code)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -49,11 +48,23 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The shared traces directory (`../shared/traces` beside the checkout).
+/// The shared traces directory, `../shared/traces` beside the checkout (real traces kept
+/// out of the repository; `SOURCES.md` there says where each comes from).
+pub(crate) fn shared_traces_dir() -> PathBuf {
+    workspace_root().join("../shared/traces")
+}
+
+/// One trace of [`shared_traces_dir`], which must be there.
 pub fn shared_trace(name: &str) -> PathBuf {
-    let p = workspace_root().join("../shared/traces").join(name);
+    let p = shared_traces_dir().join(name);
     assert!(p.exists(), "shared trace missing: {}", p.display());
     p
+}
+
+/// The `XDG_DATA_HOME` of every run that should see no user plugin dir. Nothing creates
+/// it: the tests that install plugins give their run a temporary `XDG_DATA_HOME` of its own.
+pub(crate) fn empty_xdg_data_home() -> PathBuf {
+    std::env::temp_dir().join("llm-triage-tests-empty-xdg")
 }
 
 /// A command running the real `llm-triage` binary with only the built plugins visible
@@ -61,11 +72,26 @@ pub fn shared_trace(name: &str) -> PathBuf {
 pub fn llm_triage() -> assert_cmd::Command {
     let bin = target_dir().join("llm-triage");
     let mut cmd = assert_cmd::Command::new(bin);
-    let empty_home = std::env::temp_dir().join("llm-triage-tests-empty-xdg");
     cmd.env_remove("LLM_TRIAGE_PLUGIN_PATH")
-        .env("XDG_DATA_HOME", &empty_home)
+        .env("XDG_DATA_HOME", empty_xdg_data_home())
         .env("NO_COLOR", "1");
     cmd
+}
+
+/// A copy of the real binary as `dir/llm-triage`, alone there (so it finds no plugins
+/// beside it). `cp` writes the copy in a process of its own: a copy written by this
+/// process would be open for writing while another test thread spawns a child, the child
+/// would inherit that descriptor until its own exec, and running the copy would then fail
+/// with ETXTBSY ("Text file busy").
+pub(crate) fn binary_copy_in(dir: &Path) -> PathBuf {
+    let copy = dir.join("llm-triage");
+    let status = Command::new("cp")
+        .arg(target_dir().join("llm-triage"))
+        .arg(&copy)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "copying the binary to {}", copy.display());
+    copy
 }
 
 /// Runs a triage with `--format json` and returns the parsed report.

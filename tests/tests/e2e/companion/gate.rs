@@ -2,11 +2,9 @@
 //! in the input directory, or named with --run-log) stops the triage with exit 3 and one
 //! line; a trace whose Python frames run in a diffusers pipeline is refused the same way.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{llm_triage, workspace_root};
+use crate::util::{llm_triage, workspace_root};
 
 const ADVICE: &str = "this is a backend-selection problem, not kernel evidence: make the engine run its native backend and profile again";
 

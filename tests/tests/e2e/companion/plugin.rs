@@ -6,14 +6,12 @@
 //! * install, upgrade, refused downgrade, forced downgrade and remove in a temporary XDG
 //!   data directory.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{llm_triage, target_dir, workspace_root};
+use crate::util::{llm_triage, target_dir, workspace_root};
 
 /// `target/example-plugins/debug`, holding the built LMDeploy plugin.
 fn example_plugin_dir() -> &'static Path {

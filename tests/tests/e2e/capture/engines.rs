@@ -1,15 +1,13 @@
 //! Live capture end to end: the real binary against each engine emulator, for every
 //! workload, with the report checked and the emulator's record of what it was asked.
 
-mod common;
-
 use std::path::Path;
 
 use llm_triage_tests::emulator::{Config, Emulator, Served};
 use llm_triage_tests::{Engine, StageKind};
 use serde_json::Value;
 
-use common::llm_triage;
+use crate::util::llm_triage;
 
 /// Small shapes keep the suite fast: 2 warm-ups, 3 steps, 64-token prompts, 16 tokens.
 const QUICK: [&str; 14] = [

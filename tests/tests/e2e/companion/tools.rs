@@ -3,15 +3,13 @@
 //! independently of the tool), on its own output (idempotent), and on input it must
 //! refuse without writing anything.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{llm_triage, workspace_root};
+use crate::util::{llm_triage, workspace_root};
 
 fn data(name: &str) -> PathBuf {
     workspace_root()
-        .join("tests/tests/companion_data")
+        .join("tests/tests/e2e/companion/data")
         .join(name)
 }
 

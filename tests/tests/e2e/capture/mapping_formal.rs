@@ -1,13 +1,11 @@
 //! Live capture in mapping+formal mode: two servers (the mapping one would run with CUDA
 //! graphs off), captured one after the other, triaged as --mapping-input/--formal-input.
 
-mod common;
-
 use llm_triage_tests::emulator::{Config, Emulator};
 use llm_triage_tests::Engine;
 use serde_json::Value;
 
-use common::llm_triage;
+use crate::util::llm_triage;
 
 #[test]
 fn mapping_and_formal_urls_capture_both_and_triage_them_together() {

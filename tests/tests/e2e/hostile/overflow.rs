@@ -3,10 +3,7 @@
 //! panic, a release build must not wrap: an event whose end does not fit is a bad time,
 //! and sums of huge but representable durations are exact.
 
-mod common;
-mod hostile_support;
-
-use hostile_support::*;
+use super::support::*;
 use serde_json::json;
 
 /// 9e15 µs = 9e18 ns: fits in i64 (max 9.22e18), but start + duration does not.

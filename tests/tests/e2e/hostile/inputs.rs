@@ -3,12 +3,9 @@
 //! succeeds with the bad events skipped and counted in the report's notes. No panic, no
 //! hang, no stack overflow.
 
-mod common;
-mod hostile_support;
-
 use std::path::{Path, PathBuf};
 
-use hostile_support::*;
+use super::support::*;
 use serde_json::json;
 
 fn write(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {

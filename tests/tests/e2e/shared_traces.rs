@@ -2,11 +2,9 @@
 //! Expected verdicts come from shared/traces/SOURCES.md; times and counts are recounted
 //! here from the raw events, independently of the tool.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::*;
+use crate::util::*;
 use serde_json::Value;
 
 fn framework_of(report: &Value) -> &str {

@@ -2,11 +2,9 @@
 //! are recognised (times recounted here from the raw events), model gates keep other
 //! families' rows out, and no row rests on a path hash.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::*;
+use crate::util::*;
 use serde_json::Value;
 
 const SGLANG_PREFILL: &str = "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz";

@@ -2,14 +2,12 @@
 //! and the answer, with exit 5 (capture), 4 (framework refused) or 2 (usage); and once a
 //! profiler started, it is always stopped.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use llm_triage_tests::emulator::{Config, Emulator, Faults};
 use llm_triage_tests::Engine;
 
-use common::llm_triage;
+use crate::util::llm_triage;
 
 const QUICK: [&str; 12] = [
     "--warmup-steps",

@@ -3,13 +3,10 @@
 //! trace is replaced under the waiter. Each is exit 5 with one line, no report (an old
 //! `--output` file stays as it was), and a started profiler is always sent its stop.
 
-mod common;
-mod hostile_support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hostile_support::{assert_refused, run, FullDisk, Ran};
+use crate::hostile::support::{assert_refused, run, FullDisk, Ran};
 use llm_triage_tests::emulator::{Config, Emulator, Faults};
 use llm_triage_tests::Engine;
 
@@ -168,7 +165,7 @@ fn ctrl_c_while_profiling_still_stops_the_profiler() {
     });
     let dir = tempfile::tempdir().unwrap();
     let (url, out) = (emu.url(), dir.path().display().to_string());
-    let child = std::process::Command::new(common::target_dir().join("llm-triage"))
+    let child = std::process::Command::new(crate::util::target_dir().join("llm-triage"))
         .env_remove("LLM_TRIAGE_PLUGIN_PATH")
         .env("XDG_DATA_HOME", dir.path())
         .args(["--url", &url, "--output-dir", &out, "--num-steps", "20"])
@@ -217,7 +214,7 @@ fn ctrl_c_before_the_profiler_starts_ends_the_run_at_once() {
     });
     let dir = tempfile::tempdir().unwrap();
     let (url, out) = (emu.url(), dir.path().display().to_string());
-    let mut child = std::process::Command::new(common::target_dir().join("llm-triage"))
+    let mut child = std::process::Command::new(crate::util::target_dir().join("llm-triage"))
         .env_remove("LLM_TRIAGE_PLUGIN_PATH")
         .env("XDG_DATA_HOME", dir.path())
         .args(["--url", &url, "--output-dir", &out])

@@ -2,9 +2,7 @@
 //! recount (a plain per-segment sweep in Python over the raw events, times parsed as
 //! exact decimals).
 
-mod common;
-
-use common::*;
+use crate::util::*;
 use serde_json::Value;
 
 fn only_overlap_stage(report: &Value) -> &Value {

@@ -1,15 +1,12 @@
 //! Output safety (issue 8, point 5): `--output` is all or nothing, a closed stdout pipe
 //! (`| head`) ends quietly with exit 0, and stdout holds only the report.
 
-mod common;
-mod hostile_support;
-
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
 
-use common::target_dir;
-use hostile_support::*;
+use crate::hostile::support::*;
+use crate::util::target_dir;
 use serde_json::json;
 
 fn names_in(dir: &Path) -> Vec<String> {

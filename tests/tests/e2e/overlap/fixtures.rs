@@ -3,11 +3,9 @@
 //! gaps), mapping+formal pairs from the fixture generator (graphs off / graphs on), the
 //! bare-list trace form in both roles, and the mode validation of the command line.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::util::*;
 use llm_triage_tests::{write_fixture, Engine, FixtureSpec, StageKind};
 use serde_json::Value;
 

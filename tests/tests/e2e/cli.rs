@@ -1,8 +1,6 @@
 //! End-to-end: the command line surface of the real binary.
 
-mod common;
-
-use common::*;
+use crate::util::*;
 
 #[test]
 fn no_arguments_prints_help_and_succeeds() {
@@ -155,8 +153,7 @@ fn plugins_list_shows_the_four_engines_and_the_matrix() {
 fn no_plugins_is_exit_6_naming_the_search_path() {
     // A copy of the binary alone in a directory sees no plugins beside it.
     let dir = tempfile::tempdir().unwrap();
-    let lonely = dir.path().join("llm-triage");
-    std::fs::copy(target_dir().join("llm-triage"), &lonely).unwrap();
+    let lonely = binary_copy_in(dir.path());
     let example = workspace_root().join("examples/sglang-qwen3");
     let out = assert_cmd::Command::new(&lonely)
         .env_remove("LLM_TRIAGE_PLUGIN_PATH")

@@ -1,6 +1,5 @@
 //! Helpers for the hostile-input and fault tests: the real binary under a time limit,
 //! the shape every failure must have, and a small valid trace to break.
-#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::Output;
@@ -8,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::llm_triage;
+use crate::util::llm_triage;
 
 /// Long enough for a debug build reading 100 MB; short enough that a hang fails fast.
 pub const LIMIT: Duration = Duration::from_secs(60);

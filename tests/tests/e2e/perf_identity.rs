@@ -4,11 +4,9 @@
 //! (serde for every event, the straightforward path). Failures must match too: same
 //! exit code, same stderr.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::util::*;
 use llm_triage_tests::{write_fixture, Engine, FixtureSpec, StageKind};
 
 /// (exit code, stdout, stderr) of one triage.
@@ -72,7 +70,7 @@ fn assert_identical(input: &Path) -> usize {
 
 #[test]
 fn real_traces_give_identical_reports_with_both_readers() {
-    let dir = workspace_root().join("../shared/traces");
+    let dir = shared_traces_dir();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

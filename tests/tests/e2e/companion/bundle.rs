@@ -1,11 +1,9 @@
 //! `llm-triage bundle` over saved reports: our markdown, text and JSON reports of the
 //! bundled example capture, a predecessor-style text report, and an empty one.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{llm_triage, workspace_root};
+use crate::util::{llm_triage, workspace_root};
 
 /// 2026-09-01 00:00:00 UTC.
 const EPOCH: &str = "1788220800";

@@ -2,15 +2,12 @@
 //! entry point is exit 6 naming the plugin and leaves no report behind; broken, foreign
 //! and duplicate plugin files are noted in the report and never stop a run.
 
-mod common;
-mod hostile_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{target_dir, workspace_root};
-use hostile_support::*;
+use crate::hostile::support::*;
+use crate::util::{binary_copy_in, target_dir, workspace_root};
 
 /// `target/<profile>/`, with the test-only plugins built too (not default members).
 fn test_plugins_dir() -> &'static Path {
@@ -292,8 +289,7 @@ fn a_plugin_directory_anyone_may_write_to_is_warned_about() {
 fn no_usable_plugin_at_all_is_exit_6() {
     // A copy of the binary alone in a directory, with only a broken plugin to find.
     let bin_dir = tempfile::tempdir().unwrap();
-    let bin = bin_dir.path().join("llm-triage");
-    std::fs::copy(target_dir().join("llm-triage"), &bin).unwrap();
+    let bin = binary_copy_in(bin_dir.path());
     let plugins = tempfile::tempdir().unwrap();
     std::fs::write(plugins.path().join(so("llm_triage_plugin_x")), "junk").unwrap();
     let work = tempfile::tempdir().unwrap();

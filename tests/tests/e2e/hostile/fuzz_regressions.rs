@@ -9,18 +9,17 @@
 //!
 //! Every run must end within the limit with exit 0, or exit 3 and one line; never a panic.
 
-mod common;
-mod hostile_support;
-
-#[path = "../../fuzz/src/tree.rs"]
+#[path = "../../../../fuzz/src/tree.rs"]
 mod tree;
 
 use std::path::{Path, PathBuf};
 
-use hostile_support::*;
+use super::support::*;
 
 fn seeds(kind: &str) -> Vec<PathBuf> {
-    let dir = common::workspace_root().join("fuzz/regressions").join(kind);
+    let dir = crate::util::workspace_root()
+        .join("fuzz/regressions")
+        .join(kind);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())

@@ -2,12 +2,12 @@
 //! python3), its flag spellings, `--pid-substring`; and the man page and completions
 //! generated from the same clap definition.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{gpu_events, llm_triage, raw_events, target_dir, workspace_root};
+use crate::util::{
+    empty_xdg_data_home, gpu_events, llm_triage, raw_events, target_dir, workspace_root,
+};
 
 /// The real python3 executable (not a version-manager shim, which needs its own PATH).
 fn python() -> Option<PathBuf> {
@@ -36,10 +36,7 @@ fn shim(
         .env("PATH", path)
         .env_remove("LLM_TRIAGE")
         .env_remove("LLM_TRIAGE_PLUGIN_PATH")
-        .env(
-            "XDG_DATA_HOME",
-            std::env::temp_dir().join("llm-triage-tests-empty-xdg"),
-        )
+        .env("XDG_DATA_HOME", empty_xdg_data_home())
         .env("NO_COLOR", "1")
         .output()
         .unwrap()
