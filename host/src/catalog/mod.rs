@@ -27,7 +27,7 @@ use crate::plugins::PluginSet;
 pub const KERNEL_FAMILIES_FILE: &str = "kernel-families.toml";
 
 /// The built-in kernel-family rules.
-pub const BUILTIN_KERNEL_FAMILIES: &str = include_str!("../../catalog/kernel-families.toml");
+pub const BUILTIN_KERNEL_FAMILIES: &str = include_str!("../../../catalog/kernel-families.toml");
 
 /// The kernel-family rules: `dir/kernel-families.toml` when `dir` is given, else the
 /// built-in copy. Errors name the file and the rule.
@@ -149,7 +149,7 @@ pub const FUSIONS_DIR: &str = "fusions";
 
 /// The host's own fusion rows (TorchInductor / eager PyTorch); engine rows come from
 /// the engine plugins.
-pub const BUILTIN_TORCH_FUSIONS: &str = include_str!("../../catalog/fusions/torch.toml");
+pub const BUILTIN_TORCH_FUSIONS: &str = include_str!("../../../catalog/fusions/torch.toml");
 
 /// Origins in catalog order (ties in the greedy selection keep this order); other
 /// origins follow alphabetically, `torch` comes last.
