@@ -80,7 +80,7 @@ struct Case {
 }
 
 fn words(text: &str) -> BTreeSet<String> {
-    llm_triage::analyze::families::tokens(text)
+    llm_triage::catalog::pattern::tokens(text)
         .into_iter()
         .collect()
 }

@@ -3,7 +3,7 @@
 //! A catalog row ([`FusionRule`], loaded by [`crate::catalog`]) describes a fusion by
 //! *active* evidence (the fused kernel, its CPU op or its Python location) and *split*
 //! groups (the kernels the unfused path runs instead). Matching is deterministic and
-//! token-aware (the kernel-family tokenizer, [`crate::analyze::families::tokens`]): a
+//! token-aware (the kernel-family tokenizer, [`crate::catalog::pattern::tokens`]): a
 //! pattern is a run of whole tokens or an anchored regex, never a substring of compacted
 //! text, and hash-like path segments (torch.compile / Inductor / Triton cache paths) are
 //! removed from locations and CPU ops before matching, so `wk` can never hit a cache hash
@@ -37,9 +37,9 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
-use crate::analyze::families::{appears_consecutively, tokens, TokenMatcher};
+use crate::catalog::pattern::{FieldText, Pattern};
 use crate::report::model::{FusionEvidence, FusionRow, KernelRow, SiteShare};
 use crate::trace::event::Trace;
 
@@ -74,57 +74,6 @@ impl Status {
             Status::Upstream => "upstream",
             Status::Inflight => "inflight",
         }
-    }
-}
-
-/// One pattern of a catalog row: a token run or an anchored regex (`re:`).
-#[derive(Clone, Debug)]
-pub struct Pattern {
-    /// As written in the catalog.
-    pub text: String,
-    kind: PatternKind,
-}
-
-#[derive(Clone, Debug)]
-enum PatternKind {
-    Tokens(Vec<TokenMatcher>),
-    Regex(regex::Regex),
-}
-
-impl Pattern {
-    pub fn tokens(text: &str, matchers: Vec<TokenMatcher>) -> Pattern {
-        Pattern {
-            text: text.to_string(),
-            kind: PatternKind::Tokens(matchers),
-        }
-    }
-
-    pub fn regex(text: &str, regex: regex::Regex) -> Pattern {
-        Pattern {
-            text: text.to_string(),
-            kind: PatternKind::Regex(regex),
-        }
-    }
-
-    /// The token matchers of a token pattern; `None` for a regex.
-    pub fn token_matchers(&self) -> Option<&[TokenMatcher]> {
-        match &self.kind {
-            PatternKind::Tokens(m) => Some(m),
-            PatternKind::Regex(_) => None,
-        }
-    }
-
-    fn matches(&self, field: &FieldText) -> bool {
-        match &self.kind {
-            PatternKind::Tokens(matchers) => appears_consecutively(matchers, &field.tokens),
-            PatternKind::Regex(regex) => regex.is_match(&field.text),
-        }
-    }
-}
-
-impl Serialize for Pattern {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.text)
     }
 }
 
@@ -428,21 +377,6 @@ fn describe_models(gate: &Gate) -> String {
         parts.push(format!("not {}", gate.models_exclude.join("/")));
     }
     parts.join(", ")
-}
-
-/// One field of a kernel row, ready to match: the text regexes see, the tokens token
-/// patterns see.
-#[derive(Clone, Debug)]
-struct FieldText {
-    text: String,
-    tokens: Vec<String>,
-}
-
-impl FieldText {
-    fn new(text: String) -> FieldText {
-        let tokens = tokens(&text);
-        FieldText { text, tokens }
-    }
 }
 
 /// What a kernel row offers the matcher: its name, CPU ops and Python locations, the

@@ -208,9 +208,9 @@ fn reordered_name(
         let rows: Vec<usize> = (0..kernels.len())
             .filter(|&r| free(r))
             .filter(|&r| {
-                let tokens = crate::analyze::families::tokens(&kernels[r].name);
+                let tokens = crate::catalog::pattern::tokens(&kernels[r].name);
                 matchers.iter().all(|m| tokens.iter().any(|t| m.matches(t)))
-                    && !crate::analyze::families::appears_consecutively(matchers, &tokens)
+                    && !crate::catalog::pattern::appears_consecutively(matchers, &tokens)
             })
             .collect();
         if rows.is_empty() {

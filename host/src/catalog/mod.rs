@@ -18,10 +18,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::analyze::families::{parse_pattern, FamilyRule, FamilyRules};
-use crate::analyze::fuse::{Evidence, FusionRule, Gate, Pattern, SplitGroup, Status, TORCH_ORIGIN};
+pub mod pattern;
+
+use crate::analyze::families::{FamilyRule, FamilyRules};
+use crate::analyze::fuse::{Evidence, FusionRule, Gate, SplitGroup, Status, TORCH_ORIGIN};
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
+use pattern::{parse_fusion_pattern, parse_pattern, Pattern};
 
 /// File name of the kernel-family rules inside a catalog directory.
 pub const KERNEL_FAMILIES_FILE: &str = "kernel-families.toml";
@@ -154,57 +157,6 @@ pub const BUILTIN_TORCH_FUSIONS: &str = include_str!("../../../catalog/fusions/t
 /// Origins in catalog order (ties in the greedy selection keep this order); other
 /// origins follow alphabetically, `torch` comes last.
 pub const ORIGIN_ORDER: &[&str] = &["sglang", "vllm", "trtllm", "tokenspeed"];
-
-/// Single tokens too generic to be a pattern on their own: they hit almost every trace
-/// (spec §14 item 11). Single-token patterns must also be at least
-/// [`MIN_SINGLE_TOKEN_LEN`] characters long.
-pub const GENERIC_TOKENS: &[&str] = &[
-    "add",
-    "mul",
-    "gate",
-    "cache",
-    "cat",
-    "pack",
-    "linear",
-    "scale",
-    "mla",
-    "decode",
-    "prefill",
-    "quant",
-    "rope",
-    "norm",
-    "kernel",
-    "fused",
-    "void",
-    "topk",
-    "gemm",
-    "matmul",
-    "moe",
-    "router",
-    "concat",
-    "copy",
-    "store",
-    "attention",
-    "silu",
-    "gelu",
-    "forward",
-    "float",
-    "half",
-    "bfloat",
-    "native",
-    "elementwise",
-    "vectorized",
-    "reduce",
-    "triton",
-    "expert",
-    "experts",
-    "sampling",
-    "softmax",
-    "verify",
-    "weights",
-    "proj",
-];
-pub const MIN_SINGLE_TOKEN_LEN: usize = 4;
 
 /// One fusion-rows text and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -437,34 +389,6 @@ fn valid_id(id: &str, origin: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-}
-
-/// One catalog pattern: `re:` + a regex anchored to the whole field, or a token run.
-pub fn parse_fusion_pattern(text: &str) -> Result<Pattern, String> {
-    if let Some(body) = text.strip_prefix("re:") {
-        let anchored = format!("^(?:{body})$");
-        let regex = regex::Regex::new(&anchored).map_err(|e| {
-            format!(
-                "pattern {text:?} is not a valid regex: {}",
-                one_line(&e.to_string())
-            )
-        })?;
-        return Ok(Pattern::regex(text, regex));
-    }
-    let matchers = parse_pattern(text).ok_or_else(|| format!("pattern {text:?} has no tokens"))?;
-    if matchers.len() == 1 {
-        let word = text.trim().trim_matches('*').to_ascii_lowercase();
-        let wildcard = text.contains('*');
-        if !wildcard
-            && (word.len() < MIN_SINGLE_TOKEN_LEN || GENERIC_TOKENS.contains(&word.as_str()))
-        {
-            return Err(format!(
-                "pattern {text:?} is a single generic or short token; use a run of tokens that \
-                 names the kernel"
-            ));
-        }
-    }
-    Ok(Pattern::tokens(text, matchers))
 }
 
 fn parse_evidence(
