@@ -7,7 +7,7 @@ pub mod tree;
 
 use std::path::{Path, PathBuf};
 
-use llm_triage::analyze::families::FamilyRules;
+use llm_triage::catalog::FamilyRules;
 use llm_triage::analyze::kernels::{kernel_tables, KernelTableOptions, StagedTrace};
 use llm_triage::analyze::location::Locator;
 use llm_triage::error::TriageError;

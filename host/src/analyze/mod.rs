@@ -1,6 +1,5 @@
 //! The analyses: kernel table (and later overlap, fuse, similarity).
 
-pub mod families;
 pub mod fuse;
 pub mod kernels;
 pub mod location;

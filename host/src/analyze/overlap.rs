@@ -28,10 +28,10 @@ pub mod sweep;
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::analyze::families::FamilyRules;
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::analyze::names::canonical_name;
+use crate::catalog::FamilyRules;
 use crate::report::model::{OverlapPartner, OverlapRow, OverlapStage};
 use crate::trace::event::{ns_to_us, Ns, Sym, Trace};
 use crate::trace::stage::Stage;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::sweep::Category;
-use crate::analyze::families::{FamilyRule, FamilyRules};
 use crate::catalog::pattern::parse_pattern;
+use crate::catalog::{FamilyRule, FamilyRules};
 use crate::error::TriageError;
 
 /// File name of the known overlap paths inside a catalog directory.
