@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use llm_triage::analyze::fuse::{parts_hit, FusionRule};
-use llm_triage::catalog::{merge_fusions, parse_fusions, FusionSource};
+use llm_triage::analyze::fuse::parts_hit;
+use llm_triage::catalog::{merge_fusions, parse_fusions, FusionRule, FusionSource};
 use llm_triage::report::model::{KernelRow, SiteShare};
 
 fn catalog_dir() -> PathBuf {

@@ -39,134 +39,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::catalog::fusions::{Evidence, Field, FusionRule, Gate, Status};
 use crate::catalog::pattern::{FieldText, Pattern};
 use crate::report::model::{FusionEvidence, FusionRow, KernelRow, SiteShare};
 use crate::trace::event::Trace;
-
-/// The origin whose rows apply to every engine (TorchInductor and eager PyTorch).
-pub const TORCH_ORIGIN: &str = "torch";
-
-/// Where a row's fused path stands relative to its origin engine.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Merged in the origin engine's main branch.
-    Mainline,
-    /// Exists upstream (a kernel library or another engine), not in the origin engine.
-    Upstream,
-    /// An open upstream pull request (`pr`).
-    Inflight,
-}
-
-impl Status {
-    pub fn parse(text: &str) -> Option<Status> {
-        match text {
-            "mainline" => Some(Status::Mainline),
-            "upstream" => Some(Status::Upstream),
-            "inflight" => Some(Status::Inflight),
-            _ => None,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Status::Mainline => "mainline",
-            Status::Upstream => "upstream",
-            Status::Inflight => "inflight",
-        }
-    }
-}
-
-/// Patterns over the three things a kernel row carries.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Evidence {
-    pub kernel: Vec<Pattern>,
-    pub cpu_op: Vec<Pattern>,
-    pub location: Vec<Pattern>,
-}
-
-impl Evidence {
-    pub fn is_empty(&self) -> bool {
-        self.kernel.is_empty() && self.cpu_op.is_empty() && self.location.is_empty()
-    }
-
-    /// The first pattern (kernel, then CPU op, then location) that matches `row`.
-    fn first_hit(&self, row: &Haystack) -> Option<(Field, &Pattern)> {
-        fn in_field<'p>(
-            patterns: &'p [Pattern],
-            fields: &[FieldText],
-            field: Field,
-        ) -> Option<(Field, &'p Pattern)> {
-            patterns
-                .iter()
-                .find(|p| fields.iter().any(|f| p.matches(f)))
-                .map(|p| (field, p))
-        }
-        in_field(&self.kernel, std::slice::from_ref(&row.name), Field::Kernel)
-            .or_else(|| in_field(&self.cpu_op, &row.cpu_ops, Field::CpuOp))
-            .or_else(|| in_field(&self.location, &row.locations, Field::Location))
-    }
-}
-
-/// A part of the unfused path; every group must be seen for a split match.
-#[derive(Clone, Debug, Serialize)]
-pub struct SplitGroup {
-    pub name: String,
-    #[serde(flatten)]
-    pub evidence: Evidence,
-    /// The name of an earlier group: this group counts only the launches made from a
-    /// Python location where that group's kernels were launched too (a generic kernel such
-    /// as an elementwise multiply is part of the fusion only at the fused op's call site).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub same_site_as: Option<String>,
-    /// `same_site_as` as an index into the row's groups (the loader checks it).
-    #[serde(skip)]
-    pub anchor: Option<usize>,
-}
-
-/// Which models and TP sizes a row applies to.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Gate {
-    /// Lower-case model-name fragments; empty = any model.
-    pub models_include: Vec<String>,
-    pub models_exclude: Vec<String>,
-    /// Minimum tensor-parallel size (1 = no requirement).
-    pub min_tp: u32,
-}
-
-/// One validated row of the fusion catalog.
-#[derive(Clone, Debug, Serialize)]
-pub struct FusionRule {
-    pub id: String,
-    pub label: String,
-    pub origin: String,
-    pub status: Status,
-    pub pr: Option<u64>,
-    pub priority: i64,
-    pub min_share: f64,
-    pub likely_share: f64,
-    pub subsumes: Vec<String>,
-    pub candidate_paths: Vec<String>,
-    pub rationale: String,
-    pub checked_against: Vec<String>,
-    pub active: Evidence,
-    pub split: Vec<SplitGroup>,
-    pub gate: Gate,
-    /// Where the row was loaded from (a file, or `plugin <name>`).
-    pub source: String,
-}
-
-impl FusionRule {
-    /// Spec §9.3 span: the number of split groups, at least 1 with active patterns.
-    fn span(&self) -> usize {
-        self.split.len().max(usize::from(!self.active.is_empty()))
-    }
-
-    /// Whether the row applies to a trace of `engine`.
-    pub fn applies_to(&self, engine: &str) -> bool {
-        self.origin == engine || self.origin == TORCH_ORIGIN
-    }
-}
 
 /// Facts about the run the gates read: model names and TP size, with where they came from.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -411,6 +287,11 @@ impl Haystack {
         }
     }
 
+    /// The first pattern of `evidence` that matches this row, and in which field.
+    fn first_hit<'p>(&self, evidence: &'p Evidence) -> Option<(Field, &'p Pattern)> {
+        evidence.first_hit(&self.name, &self.cpu_ops, &self.locations)
+    }
+
     /// The row's launch sites (indices into `python_locations`) that `pattern` matches.
     fn sites_matching(&self, pattern: &Pattern) -> Vec<usize> {
         self.locations
@@ -487,25 +368,6 @@ pub fn location_without_hashes(location: &str) -> String {
         }
     }
     format!("{}{}", kept.join("/"), without_hashes(rest))
-}
-
-/// Which field of a kernel row a pattern matched.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Field {
-    Kernel,
-    CpuOp,
-    Location,
-}
-
-impl Field {
-    pub fn label(self) -> &'static str {
-        match self {
-            Field::Kernel => "kernel",
-            Field::CpuOp => "cpu_op",
-            Field::Location => "location",
-        }
-    }
 }
 
 /// A kernel row that a pattern matched.
@@ -602,7 +464,7 @@ pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) 
         rows.iter()
             .enumerate()
             .filter_map(|(i, row)| {
-                evidence.first_hit(row).map(|(field, p)| Hit {
+                row.first_hit(evidence).map(|(field, p)| Hit {
                     row: i,
                     field,
                     pattern: p.text.clone(),
@@ -624,11 +486,11 @@ pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) 
 pub fn parts_hit(rule: &FusionRule, row: &KernelRow) -> Vec<String> {
     let haystack = Haystack::of(row);
     let mut parts = Vec::new();
-    if rule.active.first_hit(&haystack).is_some() {
+    if haystack.first_hit(&rule.active).is_some() {
         parts.push("fused".to_string());
     }
     for group in &rule.split {
-        if group.evidence.first_hit(&haystack).is_some() {
+        if haystack.first_hit(&group.evidence).is_some() {
             parts.push(format!("split:{}", group.name));
         }
     }

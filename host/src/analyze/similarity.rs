@@ -21,8 +21,9 @@
 
 use std::collections::HashSet;
 
-use crate::analyze::fuse::{rule_hits, FuseInput, FusionRule, GateState, Haystack};
+use crate::analyze::fuse::{rule_hits, FuseInput, GateState, Haystack};
 use crate::analyze::names::{short_name, SHORT_ARGS_MAX};
+use crate::catalog::FusionRule;
 use crate::report::model::{FusionRow, KernelRow, SimilarityNote};
 
 /// CPU ops that say nothing about the launch context (every replayed kernel has them).
