@@ -10,10 +10,10 @@ use llm_triage_plugin_api::{MarkerKind, StageHint};
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
-use crate::analyze::overlap::known::load_known_paths;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
+use crate::catalog::overlap::load_known_paths;
 use crate::catalog::{load_families, load_fusions};
 use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};

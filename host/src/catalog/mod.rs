@@ -17,6 +17,7 @@ use std::path::Path;
 
 pub mod families;
 pub mod fusions;
+pub mod overlap;
 pub mod pattern;
 
 use crate::error::TriageError;
