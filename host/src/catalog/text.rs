@@ -2,7 +2,7 @@
 //! author reads about the loaded rows. One file, so the catalog subcommand's output can
 //! move to the CLI layer as a whole; the loaders never format for a terminal.
 
-use super::{Evidence, FamilyRules, FusionCatalog};
+use super::{Catalog, Evidence, FusionCatalog};
 use crate::error::TriageError;
 
 /// `catalog list`: one line per row (`id  origin  status  label`), or with `json` an
@@ -112,13 +112,14 @@ pub fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String,
     Ok(lines.join("\n") + "\n")
 }
 
-/// `catalog validate`: the one-line verdict once every part loaded.
-pub fn validation_summary(families: &FamilyRules, catalog: &FusionCatalog) -> String {
+/// `catalog validate`: the one-line verdict once every file loaded (the overlap paths
+/// are checked, not counted, so the line reads as it always has).
+pub fn validation_summary(catalog: &Catalog) -> String {
     format!(
         "catalog OK: {} kernel-family rules; {}; sources: {}\n",
-        families.rules.len(),
-        count_line(catalog),
-        catalog.sources.join(", ")
+        catalog.families.rules.len(),
+        count_line(&catalog.fusions),
+        catalog.fusions.sources.join(", ")
     )
 }
 
