@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use llm_triage::analyze::fuse::parts_hit;
+use llm_triage::analyze::fuse::haystack::parts_hit;
 use llm_triage::catalog::{merge_fusions, parse_fusions, FusionRule, FusionSource};
 use llm_triage::report::model::{KernelRow, SiteShare};
 

@@ -7,6 +7,5 @@ pub mod names;
 pub mod overlap;
 #[cfg(test)]
 mod real_traces;
-pub mod similarity;
 #[cfg(test)]
 pub(crate) mod test_trace;
