@@ -154,10 +154,7 @@ pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow
         origin: rule.origin.clone(),
         status: rule.status.label().to_string(),
         pr: rule.pr,
-        conclusion: serde_json::to_value(conclusion)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        conclusion: conclusion.label().to_string(),
         confidence: confidence(candidate).to_string(),
         related_gpu_time_us: candidate.related_us,
         share_pct: candidate.share_pct,

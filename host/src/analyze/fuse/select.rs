@@ -7,8 +7,6 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
-
 use super::facts::GateState;
 use super::haystack::{rule_hits, Haystack, Hit, RuleHits};
 use super::FuseInput;
@@ -208,8 +206,7 @@ impl Claims {
 }
 
 /// What a user can do with a fuse row.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Conclusion {
     /// The fused kernel (or its op/location) ran in this trace.
     Present,
@@ -230,6 +227,16 @@ impl Conclusion {
             Status::Mainline => Conclusion::NotFired,
             Status::Upstream => Conclusion::UpstreamOnly,
             Status::Inflight => Conclusion::OpenPr,
+        }
+    }
+
+    /// The name a report row gives the conclusion (`FusionRow::conclusion`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Conclusion::Present => "present",
+            Conclusion::NotFired => "not-fired",
+            Conclusion::UpstreamOnly => "upstream-only",
+            Conclusion::OpenPr => "open-pr",
         }
     }
 }
