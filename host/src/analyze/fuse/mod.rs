@@ -186,16 +186,3 @@ fn conclusion_sentence(candidate: &Candidate<'_>, conclusion: Conclusion) -> Str
         ),
     }
 }
-
-/// Locations shown per fuse row in the tables (all of them are in the JSON row).
-pub const LOCATIONS_SHOWN: usize = 4;
-
-/// `func @ path:line` from `path:line func`; other shapes unchanged.
-pub fn location_cell(location: &str) -> String {
-    match location.split_once(' ') {
-        Some((path, func)) if path.contains(':') && !func.trim().is_empty() => {
-            format!("{} @ {path}", func.trim())
-        }
-        _ => location.to_string(),
-    }
-}
