@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::pattern::{appears_consecutively, parse_pattern, tokens, TokenMatcher};
 use super::{check_catalog_dir, one_line};
+use crate::analyze::names::demangle;
 use crate::error::TriageError;
 
 /// The family of a kernel no rule claims.
@@ -66,7 +67,7 @@ impl FamilyRules {
     /// The family of a raw kernel name. Mangled names are tokenised demangled, so
     /// `_ZN7ck_tile...FmhaBatchPrefill...` reads as the C++ name it is.
     pub fn family_of(&self, raw_name: &str) -> &str {
-        let text = crate::analyze::names::demangle(raw_name);
+        let text = demangle(raw_name);
         let name_tokens = tokens(text.as_deref().unwrap_or(raw_name));
         self.rules
             .iter()
