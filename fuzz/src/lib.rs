@@ -7,9 +7,9 @@ pub mod tree;
 
 use std::path::{Path, PathBuf};
 
-use llm_triage::analyze::families::FamilyRules;
 use llm_triage::analyze::kernels::{kernel_tables, KernelTableOptions, StagedTrace};
 use llm_triage::analyze::location::Locator;
+use llm_triage::catalog::FamilyRules;
 use llm_triage::error::TriageError;
 use llm_triage::trace::event::Trace;
 use llm_triage::trace::link::link;
@@ -189,8 +189,7 @@ pub fn check_catalog_text(bytes: &[u8]) {
             }
         }
         _ => {
-            if let Err(err) = llm_triage::analyze::overlap::known::parse_known_paths(&text, source)
-            {
+            if let Err(err) = llm_triage::catalog::overlap::parse_known_paths(&text, source) {
                 one_line(err);
             }
         }

@@ -139,9 +139,8 @@ fn run_catalog(command: &CatalogCommand, plugin_dirs: &[std::path::PathBuf]) -> 
             catalog::show_row(&rows, id, *format == CatalogFormat::Json)?
         }
         CatalogCommand::Validate { catalog: dir } => {
-            let families = catalog::load_families(dir.as_deref())?;
-            let rows = catalog::load_fusions(dir.as_deref(), &plugin_set)?;
-            catalog::validation_summary(&families, &rows)
+            let loaded = catalog::Catalog::load(dir.as_deref(), &plugin_set)?;
+            catalog::validation_summary(&loaded)
         }
     };
     print!("{text}");

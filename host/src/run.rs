@@ -10,11 +10,10 @@ use llm_triage_plugin_api::{MarkerKind, StageHint};
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
-use crate::analyze::overlap::known::load_known_paths;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
-use crate::catalog::{load_families, load_fusions};
+use crate::catalog::Catalog;
 use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
 use crate::report::{FrameworkInfo, InputInfo, Report, SCHEMA_VERSION};
@@ -102,8 +101,6 @@ fn staged_traces<'a>(traces: &'a [Trace], prepared: &'a Prepared<'_>) -> Vec<Sta
 }
 
 pub fn triage(request: &TriageRequest) -> Result<Report> {
-    let families = load_families(request.catalog.as_deref())?;
-    let known_paths = load_known_paths(request.catalog.as_deref())?;
     let traces_set = discover(&request.input, request.rank)?;
     let mapping_set = match &request.mapping_input {
         Some(path) => Some(discover(path, request.rank)?),
@@ -111,7 +108,11 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
     };
     check_run_logs(request, &traces_set, mapping_set.as_ref())?;
     let plugin_set = load_plugins(&request.plugin_dirs)?;
-    let fusion_catalog = load_fusions(request.catalog.as_deref(), &plugin_set)?;
+    let Catalog {
+        families,
+        fusions: fusion_catalog,
+        overlap: known_paths,
+    } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&traces_set];
     sets.extend(mapping_set.as_ref());

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use llm_triage::analyze::fuse::{parts_hit, FusionRule};
-use llm_triage::catalog::{merge_fusions, parse_fusions, FusionSource};
+use llm_triage::analyze::fuse::haystack::parts_hit;
+use llm_triage::catalog::{merge_fusions, parse_fusions, FusionRule, FusionSource};
 use llm_triage::report::model::{KernelRow, SiteShare};
 
 fn catalog_dir() -> PathBuf {
@@ -80,7 +80,7 @@ struct Case {
 }
 
 fn words(text: &str) -> BTreeSet<String> {
-    llm_triage::analyze::families::tokens(text)
+    llm_triage::catalog::pattern::tokens(text)
         .into_iter()
         .collect()
 }

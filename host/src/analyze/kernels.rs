@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
-use crate::analyze::families::FamilyRules;
 use crate::analyze::location::Locator;
 use crate::analyze::names::{canonical_name, short_name, SHORT_ARGS_MAX};
+use crate::catalog::FamilyRules;
 use crate::report::model::{KernelRow, SiteShare, StageReport};
 use crate::trace::event::{Sym, Trace};
 

@@ -1,6 +1,5 @@
 //! The analyses: kernel table (and later overlap, fuse, similarity).
 
-pub mod families;
 pub mod fuse;
 pub mod kernels;
 pub mod location;
@@ -8,6 +7,5 @@ pub mod names;
 pub mod overlap;
 #[cfg(test)]
 mod real_traces;
-pub mod similarity;
 #[cfg(test)]
 pub(crate) mod test_trace;

@@ -23,19 +23,18 @@
 //!
 //! Otherwise the scope is unmapped. The notes count rows per join step.
 
-pub mod known;
 pub mod sweep;
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::analyze::families::FamilyRules;
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::analyze::names::canonical_name;
+use crate::catalog::overlap::KnownPaths;
+use crate::catalog::FamilyRules;
 use crate::report::model::{OverlapPartner, OverlapRow, OverlapStage};
 use crate::trace::event::{ns_to_us, Ns, Sym, Trace};
 use crate::trace::stage::Stage;
-use known::KnownPaths;
 use sweep::{sweep, Category, Sweep, SweepOp};
 
 /// How many rows a stage shows.
@@ -348,7 +347,7 @@ fn stage_overlap(
             .known
             .find(
                 inputs.engine,
-                totals.category(),
+                totals.category().label(),
                 &totals.name,
                 python_scope.as_deref(),
             )

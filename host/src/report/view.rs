@@ -87,6 +87,8 @@ pub const OVERLAP_NO_GPU_WORK: &str = "No GPU work to sweep for overlap.";
 pub const FUSE_NO_MATCH: &str = "No source-backed fusion pattern matched this trace.";
 /// Evidence kernels a fuse row shows (all are in the JSON row), and the share they need.
 const EVIDENCE_SHOWN: usize = 3;
+/// Locations shown per fuse row in the tables (all of them are in the JSON row).
+const LOCATIONS_SHOWN: usize = 4;
 const EVIDENCE_MIN_SHARE_PCT: f64 = 1.0;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -476,14 +478,24 @@ fn fuse_row(row: &FusionRow) -> Row {
             dash_if_empty(
                 row.python_locations
                     .iter()
-                    .take(crate::analyze::fuse::LOCATIONS_SHOWN)
-                    .map(|l| crate::analyze::fuse::location_cell(l))
+                    .take(LOCATIONS_SHOWN)
+                    .map(|l| location_cell(l))
                     .collect(),
             ),
             dash_if_empty(row.candidate_paths.clone()),
             vec![row.rationale.clone()],
         ],
         share_pct: Some(row.share_pct),
+    }
+}
+
+/// `func @ path:line` from `path:line func`; other shapes unchanged.
+fn location_cell(location: &str) -> String {
+    match location.split_once(' ') {
+        Some((path, func)) if path.contains(':') && !func.trim().is_empty() => {
+            format!("{} @ {path}", func.trim())
+        }
+        _ => location.to_string(),
     }
 }
 
@@ -570,4 +582,17 @@ fn note_lines(report: &Report) -> Vec<String> {
         lines.extend(stage.notes.iter().map(|n| format!("{}: {n}", stage.stage)));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fuse_location_cell_puts_the_function_first() {
+        assert_eq!(
+            location_cell("models/utils.py:9 apply_qk_norm"),
+            "apply_qk_norm @ models/utils.py:9"
+        );
+    }
 }

@@ -6,21 +6,27 @@
 //! Matching uses the kernel-family pattern language (token sequences, `*` wildcards;
 //! `catalog/README.md`; the schema is in the header of `catalog/overlap.toml`): every
 //! list a row gives must match (categories, kernel name,
-//! Python scope), any pattern within a list will do.
+//! Python scope), any pattern within a list will do. Categories are the overlap table's
+//! kernel categories by name ([`CATEGORIES`]), so the catalog needs no analysis type.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::sweep::Category;
-use crate::analyze::families::{parse_pattern, FamilyRule, FamilyRules};
+use super::one_line;
+use super::pattern::parse_pattern;
+use super::{FamilyRule, FamilyRules};
 use crate::error::TriageError;
 
 /// File name of the known overlap paths inside a catalog directory.
 pub const OVERLAP_FILE: &str = "overlap.toml";
 
+/// The overlap categories a row may name, as the overlap table labels them (compute
+/// hides the others best; `other` is what no family maps to).
+pub const CATEGORIES: &[&str] = &["compute", "communication", "memory", "elementwise", "other"];
+
 /// The built-in known overlap paths.
-pub const BUILTIN_OVERLAP: &str = include_str!("../../../../catalog/overlap.toml");
+pub const BUILTIN_OVERLAP: &str = include_str!("../../../catalog/overlap.toml");
 
 /// One known overlap path.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,7 +35,8 @@ pub struct KnownPath {
     pub label: String,
     /// Plugin names of the engines whose traces it applies to; empty: any engine.
     pub engines: Vec<String>,
-    pub categories: Vec<Category>,
+    /// Names from [`CATEGORIES`]; empty: any category.
+    pub categories: Vec<String>,
     /// Patterns over the kernel name and the Python scope, as one-rule family rules
     /// (a rule that fires names the family [`MATCHED`]); `None`: any text.
     kernel: Option<FamilyRules>,
@@ -40,17 +47,12 @@ pub struct KnownPath {
 const MATCHED: &str = "matched";
 
 impl KnownPath {
-    /// Whether a row of `engine` with this category, kernel name and Python scope is
-    /// this path.
-    pub fn matches(
-        &self,
-        engine: &str,
-        category: Category,
-        kernel: &str,
-        scope: Option<&str>,
-    ) -> bool {
+    /// Whether a row of `engine` with this category (a [`CATEGORIES`] name), kernel name
+    /// and Python scope is this path.
+    pub fn matches(&self, engine: &str, category: &str, kernel: &str, scope: Option<&str>) -> bool {
         let engine_fits = self.engines.is_empty() || self.engines.iter().any(|e| e == engine);
-        let category_fits = self.categories.is_empty() || self.categories.contains(&category);
+        let category_fits =
+            self.categories.is_empty() || self.categories.iter().any(|c| c == category);
         let kernel_fits = self
             .kernel
             .as_ref()
@@ -73,7 +75,7 @@ impl KnownPaths {
     pub fn find(
         &self,
         engine: &str,
-        category: Category,
+        category: &str,
         kernel: &str,
         scope: Option<&str>,
     ) -> Option<&KnownPath> {
@@ -137,10 +139,7 @@ pub fn parse_known_paths(text: &str, path: &Path) -> Result<KnownPaths, TriageEr
     let file: OverlapFile = toml::from_str(text).map_err(|e| {
         error(format!(
             "invalid overlap catalog: {}",
-            e.to_string()
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
+            one_line(&e.to_string())
         ))
     })?;
     if file.schema != 1 {
@@ -180,7 +179,12 @@ pub fn parse_known_paths(text: &str, path: &Path) -> Result<KnownPaths, TriageEr
             .matcher
             .categories
             .iter()
-            .map(|c| category_named(c).ok_or_else(|| fail(format!("unknown category {c:?}"))))
+            .map(|c| {
+                CATEGORIES
+                    .contains(&c.as_str())
+                    .then(|| c.clone())
+                    .ok_or_else(|| fail(format!("unknown category {c:?}")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let patterns = |list: &[String]| -> Result<Option<FamilyRules>, TriageError> {
             let parsed = list
@@ -210,17 +214,6 @@ pub fn parse_known_paths(text: &str, path: &Path) -> Result<KnownPaths, TriageEr
         });
     }
     Ok(KnownPaths { paths })
-}
-
-fn category_named(name: &str) -> Option<Category> {
-    Some(match name {
-        "compute" => Category::Compute,
-        "communication" => Category::Communication,
-        "memory" => Category::Memory,
-        "elementwise" => Category::Elementwise,
-        "other" => Category::Other,
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
@@ -254,20 +247,17 @@ kernel = ["all reduce", "nccl*"]
         assert_eq!(
             find(
                 "vllm",
-                Category::Communication,
+                "communication",
                 "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
             ),
             Some("x.comm")
         );
         assert_eq!(
-            find("sglang", Category::Communication, "ncclDevKernel_AllReduce"),
+            find("sglang", "communication", "ncclDevKernel_AllReduce"),
             None
         );
-        assert_eq!(
-            find("vllm", Category::Compute, "ncclDevKernel_AllReduce"),
-            None
-        );
-        assert_eq!(find("vllm", Category::Communication, "allreducefoo"), None);
+        assert_eq!(find("vllm", "compute", "ncclDevKernel_AllReduce"), None);
+        assert_eq!(find("vllm", "communication", "allreducefoo"), None);
     }
 
     #[test]

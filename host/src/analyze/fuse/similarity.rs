@@ -18,11 +18,17 @@
 //! Levels: 3 high, 2 medium, 1 low, below 1 no note. The seen kernels must reach the
 //! row's `min_share`. The note kept is the highest level, then the largest share of
 //! groups seen, then the largest GPU share; ties keep catalog order.
+//!
+//! It lives with the fuse table because a near miss is read off the same matcher: the
+//! rule hits of [`super::haystack`] over the same haystacks.
 
 use std::collections::HashSet;
 
-use crate::analyze::fuse::{rule_hits, FuseInput, FusionRule, GateState, Haystack};
+use super::facts::GateState;
+use super::haystack::{rule_hits, Haystack, RuleHits};
+use super::FuseInput;
 use crate::analyze::names::{short_name, SHORT_ARGS_MAX};
+use crate::catalog::FusionRule;
 use crate::report::model::{FusionRow, KernelRow, SimilarityNote};
 
 /// CPU ops that say nothing about the launch context (every replayed kernel has them).
@@ -136,7 +142,7 @@ fn shared_context(groups: &[Vec<usize>], kernels: &[KernelRow]) -> Option<String
 }
 
 fn partial_split(
-    hits: &crate::analyze::fuse::RuleHits<'_>,
+    hits: &RuleHits<'_>,
     kernels: &[KernelRow],
     free: &impl Fn(usize) -> bool,
     total_us: f64,
@@ -208,9 +214,9 @@ fn reordered_name(
         let rows: Vec<usize> = (0..kernels.len())
             .filter(|&r| free(r))
             .filter(|&r| {
-                let tokens = crate::analyze::families::tokens(&kernels[r].name);
+                let tokens = crate::catalog::pattern::tokens(&kernels[r].name);
                 matchers.iter().all(|m| tokens.iter().any(|t| m.matches(t)))
-                    && !crate::analyze::families::appears_consecutively(matchers, &tokens)
+                    && !crate::catalog::pattern::appears_consecutively(matchers, &tokens)
             })
             .collect();
         if rows.is_empty() {

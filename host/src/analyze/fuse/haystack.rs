@@ -1,0 +1,255 @@
+//! What the matcher sees of a kernel row ([`Haystack`]: its name, CPU ops and Python
+//! locations with hash-like words and compile-cache paths removed), and every kernel row
+//! a fusion row's evidence hits ([`rule_hits`]), before any threshold or selection.
+//!
+//! Hash stripping comes first so that a generated cache path (torch.compile, Inductor,
+//! Triton) can never be evidence: `wk` must not hit a digest (spec §14 item 11).
+
+use std::collections::HashSet;
+
+use super::facts::{gate_state, GateState, RunFacts};
+use crate::catalog::fusions::{Evidence, Field, FusionRule};
+use crate::catalog::pattern::{FieldText, Pattern};
+use crate::report::model::{KernelRow, SiteShare};
+
+/// What a kernel row offers the matcher: its name, CPU ops and Python locations, the
+/// latter two with hash-like path segments removed.
+#[derive(Clone, Debug)]
+pub struct Haystack {
+    name: FieldText,
+    cpu_ops: Vec<FieldText>,
+    locations: Vec<FieldText>,
+    /// For each of `locations`, its index in the kernel row's `python_locations`.
+    location_sites: Vec<usize>,
+}
+
+impl Haystack {
+    pub fn of(row: &KernelRow) -> Haystack {
+        let (location_sites, locations) = row
+            .python_locations
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.location != crate::analyze::kernels::UNRESOLVED)
+            .map(|(i, s)| (i, FieldText::new(location_without_hashes(&s.location))))
+            .unzip();
+        Haystack {
+            name: FieldText::new(row.name.clone()),
+            cpu_ops: row
+                .cpu_ops
+                .iter()
+                .map(|op| FieldText::new(without_hashes(op)))
+                .collect(),
+            locations,
+            location_sites,
+        }
+    }
+
+    /// The first pattern of `evidence` that matches this row, and in which field.
+    fn first_hit<'p>(&self, evidence: &'p Evidence) -> Option<(Field, &'p Pattern)> {
+        evidence.first_hit(&self.name, &self.cpu_ops, &self.locations)
+    }
+
+    /// The row's launch sites (indices into `python_locations`) that `pattern` matches.
+    fn sites_matching(&self, pattern: &Pattern) -> Vec<usize> {
+        self.locations
+            .iter()
+            .zip(&self.location_sites)
+            .filter(|(field, _)| pattern.matches(field))
+            .map(|(_, &site)| site)
+            .collect()
+    }
+}
+
+/// A word (maximal alphanumeric run) that looks like a digest or a generated cache key
+/// rather than a name: very long, or long and mixing many digits and letters, or a hex run.
+pub fn is_hash_like(word: &str) -> bool {
+    let len = word.len();
+    let digits = word.bytes().filter(u8::is_ascii_digit).count();
+    let letters = len - digits;
+    let hex = word.bytes().all(|b| b.is_ascii_hexdigit());
+    len >= 24
+        || (len >= 16 && digits >= 2 && letters >= 2)
+        || (len >= 8 && hex && digits >= 2 && letters >= 2)
+}
+
+/// Path components under these hold generated code named by hashes; everything below
+/// them is dropped from a location.
+const CACHE_DIR_PREFIXES: &[&str] = &["torchinductor", ".triton", "triton_cache", "inductor_cache"];
+
+/// `text` without its hash-like words.
+pub fn without_hashes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if !is_hash_like(word) {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+/// A `path:line function` location without hash-like path components (a component
+/// holding any hash-like word goes whole) and without anything below a compile-cache
+/// directory; the function name keeps its non-hash words.
+pub fn location_without_hashes(location: &str) -> String {
+    let (path, rest) = match location.find(char::is_whitespace) {
+        Some(at) => location.split_at(at),
+        None => (location, ""),
+    };
+    let mut kept: Vec<&str> = Vec::new();
+    let mut in_cache = false;
+    for component in path.split(['/', '\\']) {
+        if in_cache {
+            continue;
+        }
+        let lower = component.to_ascii_lowercase();
+        if CACHE_DIR_PREFIXES.iter().any(|p| lower.starts_with(p)) {
+            in_cache = true;
+            continue;
+        }
+        let hashed = component
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(is_hash_like);
+        if !hashed {
+            kept.push(component);
+        }
+    }
+    format!("{}{}", kept.join("/"), without_hashes(rest))
+}
+
+/// A kernel row that a pattern matched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// Index into the stage's kernel rows.
+    pub row: usize,
+    pub field: Field,
+    pub pattern: String,
+    /// The launch sites (indices into the row's `python_locations`) that count, or `None`
+    /// for all of them. A location pattern counts only the sites it matched, and a
+    /// `same_site_as` group only the sites its anchor group was launched from: a kernel
+    /// row aggregates every launch of a name, and only some of them belong to the fusion.
+    pub sites: Option<Vec<usize>>,
+}
+
+impl Hit {
+    /// The part of `row`'s GPU time that this hit counts (1 = all of it).
+    pub fn weight(&self, row: &KernelRow) -> f64 {
+        match &self.sites {
+            None => 1.0,
+            Some(sites) => sites
+                .iter()
+                .filter_map(|&i| row.python_locations.get(i))
+                .map(|s| s.share_pct / 100.0)
+                .sum::<f64>()
+                .min(1.0),
+        }
+    }
+
+    /// The launch sites this hit counts, as `python_locations` entries of `row`.
+    pub(super) fn counted_sites<'k>(&self, row: &'k KernelRow) -> Vec<&'k SiteShare> {
+        match &self.sites {
+            None => row.python_locations.iter().collect(),
+            Some(sites) => sites
+                .iter()
+                .filter_map(|&i| row.python_locations.get(i))
+                .collect(),
+        }
+    }
+}
+
+/// Every kernel row a rule's evidence matched, before any threshold.
+#[derive(Clone, Debug)]
+pub struct RuleHits<'r> {
+    pub rule: &'r FusionRule,
+    pub gate: GateState,
+    pub active: Vec<Hit>,
+    /// One list per split group, in catalog order.
+    pub groups: Vec<Vec<Hit>>,
+}
+
+impl RuleHits<'_> {
+    /// Active hits, then each group's, each kernel row once (its first hit).
+    pub fn related(&self) -> Vec<(&Hit, Part<'_>)> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for hit in &self.active {
+            if seen.insert(hit.row) {
+                out.push((hit, Part::Fused));
+            }
+        }
+        for (group, hits) in self.rule.split.iter().zip(&self.groups) {
+            for hit in hits {
+                if seen.insert(hit.row) {
+                    out.push((hit, Part::Split(&group.name)));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn groups_seen(&self) -> usize {
+        self.groups.iter().filter(|g| !g.is_empty()).count()
+    }
+
+    pub(super) fn all_groups_seen(&self) -> bool {
+        !self.groups.is_empty() && self.groups.iter().all(|g| !g.is_empty())
+    }
+}
+
+/// Which part of a fusion a kernel row stands for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Part<'a> {
+    /// The fused path itself.
+    Fused,
+    /// A split group, by name.
+    Split(&'a str),
+}
+
+/// The hits of one rule over a stage's kernel rows (the gate is only recorded).
+pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) -> RuleHits<'r> {
+    let hits_of = |evidence: &Evidence| -> Vec<Hit> {
+        rows.iter()
+            .enumerate()
+            .filter_map(|(i, row)| {
+                row.first_hit(evidence).map(|(field, p)| Hit {
+                    row: i,
+                    field,
+                    pattern: p.text.clone(),
+                    sites: (field == Field::Location).then(|| row.sites_matching(p)),
+                })
+            })
+            .collect()
+    };
+    RuleHits {
+        rule,
+        gate: gate_state(rule, facts),
+        active: hits_of(&rule.active),
+        groups: rule.split.iter().map(|g| hits_of(&g.evidence)).collect(),
+    }
+}
+
+/// The parts of `rule` one kernel row hits: `fused` (active evidence) and
+/// `split:<group>` for each split group, in catalog order (gates not applied).
+pub fn parts_hit(rule: &FusionRule, row: &KernelRow) -> Vec<String> {
+    let haystack = Haystack::of(row);
+    let mut parts = Vec::new();
+    if haystack.first_hit(&rule.active).is_some() {
+        parts.push("fused".to_string());
+    }
+    for group in &rule.split {
+        if haystack.first_hit(&group.evidence).is_some() {
+            parts.push(format!("split:{}", group.name));
+        }
+    }
+    parts
+}

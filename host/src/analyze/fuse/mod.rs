@@ -1,0 +1,188 @@
+//! The fuse-pattern table: which known kernel fusions a stage shows, fused or split.
+//!
+//! A catalog row ([`FusionRule`], loaded by [`crate::catalog`]) describes a fusion by
+//! *active* evidence (the fused kernel, its CPU op or its Python location) and *split*
+//! groups (the kernels the unfused path runs instead). Matching is deterministic and
+//! token-aware (the kernel-family tokenizer, [`crate::catalog::pattern::tokens`]): a
+//! pattern is a run of whole tokens or an anchored regex, never a substring of compacted
+//! text, and hash-like path segments (torch.compile / Inductor / Triton cache paths) are
+//! removed from locations and CPU ops before matching, so `wk` can never hit a cache hash
+//! (the predecessor's false "DSV3.2 indexer: Confirmed", spec §14 item 11).
+//!
+//! For one stage ([`fuse_table`]):
+//!
+//! 1. Only rows of the selected engine's origin, plus `torch`, apply.
+//! 2. Gates: `min_tp` against the TP size ([`RunFacts::tp`]); `models_include` /
+//!    `models_exclude` against the model names ([`RunFacts::models`]). A failed gate
+//!    drops the row; a gate that cannot be evaluated (no TP size, no model name) keeps
+//!    it but caps it at `Candidate`.
+//! 3. `active` = kernel rows any active pattern matches; group *i* = rows any pattern of
+//!    split group *i* matches. The row needs an active hit, or a hit in every group.
+//! 4. related = active, then each group, de-duplicated; a split-only row below its
+//!    `min_share` is dropped.
+//! 5. Confidence: `Confirmed` when every gate was evaluated and either the fused path was
+//!    seen (active hit) or the split kernels reach `likely_share`; else `Candidate`.
+//!
+//! Selection (spec §9.3, greedy and row-consuming): matches are sorted by priority, then
+//! span (number of split groups, at least 1 with active patterns), then number of related
+//! kernel rows, then related GPU time, all descending; equal keys keep catalog order. In
+//! that order a match is skipped when an accepted match subsumes its id; one that shares
+//! kernel rows (or, for location and same-site hits, launch sites) with accepted matches
+//! is re-evaluated on what is left and kept if it still matches. Accepted rows below the
+//! report's share bar are dropped; the rest keep the greedy order.
+//!
+//! Time: a kernel row holds every launch of one name; a location-pattern hit or a
+//! `same_site_as` group counts only the launches at its sites ([`haystack::Hit::sites`]).
+//!
+//! By phase: [`facts`] (model and TP size, gates), [`haystack`] (what a kernel row
+//! offers the matcher, and every hit of a row), [`mod@select`] (candidates, greedy
+//! selection, conclusion and confidence), this file (the report rows), and
+//! [`similarity`] (near misses, from the same hits). The rows themselves are catalog
+//! data ([`crate::catalog::fusions`]).
+
+pub mod facts;
+pub mod haystack;
+pub mod select;
+pub mod similarity;
+#[cfg(test)]
+mod tests;
+
+use crate::catalog::FusionRule;
+use crate::report::model::{FusionEvidence, FusionRow, KernelRow, StageReport};
+use facts::GateState;
+pub use facts::{run_facts, RunFacts};
+use haystack::{Haystack, Part};
+use select::{candidates, confidence, select, Candidate, Conclusion};
+
+/// What the fuse analysis of one stage needs besides its kernel rows.
+#[derive(Clone, Debug)]
+pub struct FuseInput<'a> {
+    /// The selected engine's name (`sglang`, `vllm`, ...): rows of this origin apply.
+    pub engine: &'a str,
+    pub facts: &'a RunFacts,
+    /// Accepted rows below this share of the stage are dropped (the report's bar).
+    pub min_share_pct: f64,
+}
+
+/// Fills `fusions` and `similarity` of every stage. `every_row` holds each stage's
+/// kernel rows before any share cut or limit (the matcher sees small kernels too);
+/// stages pair up by label.
+pub fn attach_fusions(
+    mut stages: Vec<StageReport>,
+    every_row: &[StageReport],
+    rules: &[FusionRule],
+    input: &FuseInput<'_>,
+) -> Vec<StageReport> {
+    for stage in &mut stages {
+        let Some(all) = every_row.iter().find(|s| s.stage == stage.stage) else {
+            continue;
+        };
+        stage.fusions = fuse_table(rules, &all.kernels, all.total_gpu_time_us, input);
+        stage.similarity = similarity::similarity_note(
+            rules,
+            &all.kernels,
+            all.total_gpu_time_us,
+            input,
+            &stage.fusions,
+        )
+        .into_iter()
+        .collect();
+    }
+    stages
+}
+
+/// The fuse table of one stage: matched, selected, cut at the share bar.
+pub fn fuse_table(
+    rules: &[FusionRule],
+    kernels: &[KernelRow],
+    stage_total_us: f64,
+    input: &FuseInput<'_>,
+) -> Vec<FusionRow> {
+    let haystacks: Vec<Haystack> = kernels.iter().map(Haystack::of).collect();
+    let found = candidates(rules, kernels, &haystacks, stage_total_us, input);
+    select(found, kernels, stage_total_us)
+        .iter()
+        .filter(|c| c.share_pct >= input.min_share_pct)
+        .map(|c| fusion_row(c, kernels))
+        .collect()
+}
+
+/// The report row of an accepted candidate.
+pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow {
+    let hits = &candidate.hits;
+    let rule = hits.rule;
+    let conclusion = Conclusion::of(hits);
+    let evidence: Vec<FusionEvidence> = hits
+        .related()
+        .into_iter()
+        .map(|(hit, part)| {
+            let k = &kernels[hit.row];
+            FusionEvidence {
+                kernel: k.name.clone(),
+                gpu_time_us: hit.weight(k) * k.gpu_time_us,
+                share_pct: hit.weight(k) * k.share_pct,
+                part: match part {
+                    Part::Fused => "fused".to_string(),
+                    Part::Split(name) => format!("split:{name}"),
+                },
+                field: hit.field.label().to_string(),
+                pattern: hit.pattern.clone(),
+            }
+        })
+        .collect();
+    // Only the sites that were counted (location patterns, same-site groups).
+    let mut python_locations: Vec<String> = Vec::new();
+    for (hit, _) in hits.related() {
+        for site in hit.counted_sites(&kernels[hit.row]) {
+            if !python_locations.contains(&site.location) {
+                python_locations.push(site.location.clone());
+            }
+        }
+    }
+    let mut gate_notes = Vec::new();
+    if let GateState::Unknown(why) = &hits.gate {
+        gate_notes.push(format!("Gate not evaluated: {why}."));
+    }
+    let rationale = std::iter::once(conclusion_sentence(candidate, conclusion))
+        .chain(gate_notes.iter().cloned())
+        .chain(std::iter::once(rule.rationale.clone()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    FusionRow {
+        id: rule.id.clone(),
+        label: rule.label.clone(),
+        origin: rule.origin.clone(),
+        status: rule.status.label().to_string(),
+        pr: rule.pr,
+        conclusion: conclusion.label().to_string(),
+        confidence: confidence(candidate).to_string(),
+        related_gpu_time_us: candidate.related_us,
+        share_pct: candidate.share_pct,
+        evidence,
+        python_locations,
+        candidate_paths: rule.candidate_paths.clone(),
+        checked_against: rule.checked_against.clone(),
+        rationale,
+    }
+}
+
+/// The sentence that says what the row means for this trace.
+fn conclusion_sentence(candidate: &Candidate<'_>, conclusion: Conclusion) -> String {
+    let rule = candidate.hits.rule;
+    let share = format!("{:.1}%", candidate.share_pct);
+    match conclusion {
+        Conclusion::Present => format!(
+            "The fused path is present in this trace ({share} related GPU time)."
+        ),
+        Conclusion::NotFired => format!(
+            "The engine has this fused path but it did not fire: split kernels take {share} of GPU time."
+        ),
+        Conclusion::UpstreamOnly => format!(
+            "The fused path exists only upstream or in another engine; split kernels take {share} of GPU time here."
+        ),
+        Conclusion::OpenPr => format!(
+            "An open upstream PR{} adds this fusion; split kernels take {share} of GPU time here.",
+            rule.pr.map(|n| format!(" (#{n})")).unwrap_or_default()
+        ),
+    }
+}

@@ -1,0 +1,288 @@
+//! The pattern language of every catalog file: how a kernel name, CPU op or Python
+//! location is cut into tokens, and how a pattern written in the catalog matches them.
+//!
+//! A text is cut into lower-case tokens at every non-alphanumeric character, at camelCase
+//! humps and between letters and digits: `FlashAttnFwdSm90` -> `flash attn fwd sm 90`,
+//! `BatchPrefillWithPagedKVCacheKernel` -> `batch prefill with paged kv cache kernel`. A
+//! pattern is a token sequence that must appear consecutively, so `prefill` never hits a
+//! `fill` rule and `gemma` never hits `mma` (the predecessor tested raw substrings and got
+//! both wrong). A pattern token may start or end with `*` to match any token that ends or
+//! starts with the rest (`*gemm` matches `sgemm`).
+//!
+//! Fusion rows add two things ([`parse_fusion_pattern`]): a `re:` pattern is a regex
+//! anchored to the whole field, and a single-token pattern must be specific
+//! ([`GENERIC_TOKENS`], [`MIN_SINGLE_TOKEN_LEN`]). [`Pattern::matches`] matches one
+//! [`FieldText`]; building those texts from a trace is the analyses' job.
+//! `catalog/README.md` documents the language for catalog authors.
+
+use serde::{Serialize, Serializer};
+
+/// Lower-case tokens of a kernel name (see the module docs).
+pub fn tokens(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let chars: Vec<char> = word.chars().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (prev, cur) = (chars[i - 1], chars[i]);
+            let next_is_lower = chars.get(i + 1).is_some_and(|c| c.is_ascii_lowercase());
+            let boundary = (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
+                || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_is_lower)
+                || (prev.is_ascii_alphabetic() && cur.is_ascii_digit())
+                || (prev.is_ascii_digit() && cur.is_ascii_alphabetic());
+            if boundary {
+                out.push(
+                    chars[start..i]
+                        .iter()
+                        .collect::<String>()
+                        .to_ascii_lowercase(),
+                );
+                start = i;
+            }
+        }
+        out.push(
+            chars[start..]
+                .iter()
+                .collect::<String>()
+                .to_ascii_lowercase(),
+        );
+    }
+    out
+}
+
+/// One token of a pattern, with optional `*` on either side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenMatcher {
+    text: String,
+    /// `*text`: any token ending with `text`.
+    any_prefix: bool,
+    /// `text*`: any token starting with `text`.
+    any_suffix: bool,
+}
+
+impl TokenMatcher {
+    pub fn matches(&self, token: &str) -> bool {
+        match (self.any_prefix, self.any_suffix) {
+            (false, false) => token == self.text,
+            (true, false) => token.ends_with(&self.text),
+            (false, true) => token.starts_with(&self.text),
+            (true, true) => token.contains(&self.text),
+        }
+    }
+}
+
+/// A pattern text as matchers: words split on spaces, each word tokenised like a name;
+/// a leading `*` applies to the word's first token, a trailing one to its last.
+/// `None` when the text has no tokens.
+pub fn parse_pattern(text: &str) -> Option<Vec<TokenMatcher>> {
+    let mut matchers = Vec::new();
+    for word in text.split_whitespace() {
+        let any_prefix = word.starts_with('*');
+        let any_suffix = word.len() > 1 && word.ends_with('*');
+        let core = word.trim_matches('*');
+        let mut word_tokens: Vec<TokenMatcher> = tokens(core)
+            .into_iter()
+            .map(|text| TokenMatcher {
+                text,
+                any_prefix: false,
+                any_suffix: false,
+            })
+            .collect();
+        if let Some(first) = word_tokens.first_mut() {
+            first.any_prefix = any_prefix;
+        }
+        if let Some(last) = word_tokens.last_mut() {
+            last.any_suffix = any_suffix;
+        }
+        matchers.extend(word_tokens);
+    }
+    (!matchers.is_empty()).then_some(matchers)
+}
+
+/// True when `pattern` matches consecutive tokens of `name_tokens`.
+pub fn appears_consecutively(pattern: &[TokenMatcher], name_tokens: &[String]) -> bool {
+    pattern.len() <= name_tokens.len()
+        && name_tokens
+            .windows(pattern.len())
+            .any(|window| pattern.iter().zip(window).all(|(m, t)| m.matches(t)))
+}
+
+/// Single tokens too generic to be a pattern on their own: they hit almost every trace
+/// (spec §14 item 11). Single-token patterns must also be at least
+/// [`MIN_SINGLE_TOKEN_LEN`] characters long.
+pub const GENERIC_TOKENS: &[&str] = &[
+    "add",
+    "mul",
+    "gate",
+    "cache",
+    "cat",
+    "pack",
+    "linear",
+    "scale",
+    "mla",
+    "decode",
+    "prefill",
+    "quant",
+    "rope",
+    "norm",
+    "kernel",
+    "fused",
+    "void",
+    "topk",
+    "gemm",
+    "matmul",
+    "moe",
+    "router",
+    "concat",
+    "copy",
+    "store",
+    "attention",
+    "silu",
+    "gelu",
+    "forward",
+    "float",
+    "half",
+    "bfloat",
+    "native",
+    "elementwise",
+    "vectorized",
+    "reduce",
+    "triton",
+    "expert",
+    "experts",
+    "sampling",
+    "softmax",
+    "verify",
+    "weights",
+    "proj",
+];
+pub const MIN_SINGLE_TOKEN_LEN: usize = 4;
+
+/// One catalog pattern: `re:` + a regex anchored to the whole field, or a token run.
+pub fn parse_fusion_pattern(text: &str) -> Result<Pattern, String> {
+    if let Some(body) = text.strip_prefix("re:") {
+        let anchored = format!("^(?:{body})$");
+        let regex = regex::Regex::new(&anchored).map_err(|e| {
+            format!(
+                "pattern {text:?} is not a valid regex: {}",
+                super::one_line(&e.to_string())
+            )
+        })?;
+        return Ok(Pattern::regex(text, regex));
+    }
+    let matchers = parse_pattern(text).ok_or_else(|| format!("pattern {text:?} has no tokens"))?;
+    if matchers.len() == 1 {
+        let word = text.trim().trim_matches('*').to_ascii_lowercase();
+        let wildcard = text.contains('*');
+        if !wildcard
+            && (word.len() < MIN_SINGLE_TOKEN_LEN || GENERIC_TOKENS.contains(&word.as_str()))
+        {
+            return Err(format!(
+                "pattern {text:?} is a single generic or short token; use a run of tokens that \
+                 names the kernel"
+            ));
+        }
+    }
+    Ok(Pattern::tokens(text, matchers))
+}
+
+/// One pattern of a catalog row: a token run or an anchored regex (`re:`).
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    /// As written in the catalog.
+    pub text: String,
+    kind: PatternKind,
+}
+
+#[derive(Clone, Debug)]
+enum PatternKind {
+    Tokens(Vec<TokenMatcher>),
+    Regex(regex::Regex),
+}
+
+impl Pattern {
+    pub fn tokens(text: &str, matchers: Vec<TokenMatcher>) -> Pattern {
+        Pattern {
+            text: text.to_string(),
+            kind: PatternKind::Tokens(matchers),
+        }
+    }
+
+    pub fn regex(text: &str, regex: regex::Regex) -> Pattern {
+        Pattern {
+            text: text.to_string(),
+            kind: PatternKind::Regex(regex),
+        }
+    }
+
+    /// The token matchers of a token pattern; `None` for a regex.
+    pub fn token_matchers(&self) -> Option<&[TokenMatcher]> {
+        match &self.kind {
+            PatternKind::Tokens(m) => Some(m),
+            PatternKind::Regex(_) => None,
+        }
+    }
+
+    /// Whether the pattern matches `field`: its tokens for a token run, its whole text
+    /// for a regex.
+    pub fn matches(&self, field: &FieldText) -> bool {
+        match &self.kind {
+            PatternKind::Tokens(matchers) => appears_consecutively(matchers, &field.tokens),
+            PatternKind::Regex(regex) => regex.is_match(&field.text),
+        }
+    }
+}
+
+impl Serialize for Pattern {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+/// One field of a kernel row, ready to match: the text regexes see, the tokens token
+/// patterns see.
+#[derive(Clone, Debug)]
+pub struct FieldText {
+    text: String,
+    tokens: Vec<String>,
+}
+
+impl FieldText {
+    pub fn new(text: String) -> FieldText {
+        let tokens = tokens(&text);
+        FieldText { text, tokens }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_split_camel_case_digits_and_punctuation() {
+        assert_eq!(
+            tokens("FlashAttnFwdSm90"),
+            ["flash", "attn", "fwd", "sm", "90"]
+        );
+        assert_eq!(
+            tokens("BatchPrefillWithPagedKVCacheKernel"),
+            ["batch", "prefill", "with", "paged", "kv", "cache", "kernel"]
+        );
+        assert_eq!(
+            tokens("void ck_tile::FMHAKernel<1>"),
+            ["void", "ck", "tile", "fmha", "kernel", "1"]
+        );
+        assert_eq!(
+            tokens("gemma_fused_add_rmsnorm"),
+            ["gemma", "fused", "add", "rmsnorm"]
+        );
+        assert_eq!(
+            tokens("ampere_s16816gemm"),
+            ["ampere", "s", "16816", "gemm"]
+        );
+        assert!(tokens("").is_empty());
+    }
+}

@@ -1,0 +1,71 @@
+//! `catalog validate --catalog DIR` checks every catalog file a triage with the same DIR
+//! reads, so a catalog it passes cannot fail the next triage. Before `Catalog::load` it
+//! checked only kernel-families.toml and fusions/, and said `catalog OK` (exit 0) over an
+//! overlap.toml that a triage then refused with exit 3.
+
+mod common;
+
+use std::path::Path;
+
+use common::{llm_triage, workspace_root};
+
+/// A copy of the repository's `catalog/` directory (every file the loaders read).
+fn copy_of_the_catalog() -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(&workspace_root().join("catalog"), copy.path());
+    copy
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            std::fs::create_dir(&target).unwrap();
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+fn validate(dir: &Path) -> std::process::Output {
+    llm_triage()
+        .args(["catalog", "validate", "--catalog", dir.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_unknown_key_in_overlap_toml_fails_validate_with_exit_3_naming_the_file() {
+    let dir = copy_of_the_catalog();
+    let file = dir.path().join("overlap.toml");
+    let good = std::fs::read_to_string(&file).unwrap();
+    let bad = good.replacen("[[path]]\nid = ", "[[path]]\nweight = 2\nid = ", 1);
+    assert_ne!(good, bad, "the first [[path]] starts with its id");
+    std::fs::write(&file, bad).unwrap();
+
+    let out = validate(dir.path());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(&file.display().to_string()), "{err}");
+    assert!(err.contains("unknown field `weight`"), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn an_unbroken_copy_of_the_catalog_still_validates() {
+    let dir = copy_of_the_catalog();
+    let out = validate(dir.path());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("catalog OK: "), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+}
