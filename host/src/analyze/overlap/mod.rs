@@ -212,6 +212,8 @@ impl RowTotals {
     }
 }
 
+/// One stage's table: sweep its ops, join every row's scope, pick and rank the candidate
+/// rows, cut them to the options, and say what the reader must know in notes.
 fn stage_overlap(
     inputs: &OverlapInputs<'_>,
     stage: Stage,
@@ -219,10 +221,63 @@ fn stage_overlap(
     scopes: Option<&ScopeMap>,
     opts: &OverlapOptions,
 ) -> StageOverlap {
+    let swept = index_and_sweep(inputs, formal);
+    // Scopes for every row (neighbours need theirs too).
+    let joined: Vec<(Option<&Scope>, Join)> = swept
+        .rows
+        .iter()
+        .map(|row| match scopes {
+            Some(map) => map.lookup(row),
+            None => (None, Join::Unmapped),
+        })
+        .collect();
+    let busy_us = ns_to_us(swept.measured.busy);
+    let mut shown = candidate_rows(inputs, &swept, &joined, opts);
+    let below_bar = cut(&mut shown, busy_us, opts);
+
+    let measured = &swept.measured;
+    let notes = stage_notes(StageNoteFacts {
+        trace: inputs.formal[formal.trace].trace,
+        formal,
+        rows: &swept.rows,
+        joined: &joined,
+        measured,
+        stream_labels: &swept.stream_labels,
+        mapping_mode: inputs.mapping.is_some(),
+        scopes,
+        below_bar,
+        opts,
+    });
+    StageOverlap {
+        stage,
+        rows: shown,
+        measured: OverlapStage {
+            stage: stage.label().to_string(),
+            busy_us,
+            overlapped_us: ns_to_us(measured.overlapped),
+            idle_us: ns_to_us(measured.idle),
+            same_stream_overlap_us: ns_to_us(measured.same_stream),
+            streams: measured.streams,
+            notes,
+        },
+    }
+}
+
+/// A stage's ops as the sweep saw them, and what it measured.
+struct SweptStage {
+    /// One row per canonical kernel name, in first-seen order, with its sweep totals.
+    rows: Vec<RowTotals>,
+    /// The stage's ops in stage order, with dense row and stream indices.
+    ops: Vec<SweepOp>,
+    /// The label of each dense stream index (`stream 7`, `thread 12`).
+    stream_labels: Vec<String>,
+    measured: Sweep,
+}
+
+/// Dense row and stream indices, then the sweep, then each row's totals from it.
+fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage {
     let staged = &inputs.formal[formal.trace];
     let trace = staged.trace;
-
-    // Dense row and stream indices, then the sweep.
     let mut row_of_name: HashMap<Sym, u32> = HashMap::new();
     let mut row_of_canonical: HashMap<String, u32> = HashMap::new();
     let mut rows: Vec<RowTotals> = Vec::new();
@@ -283,10 +338,21 @@ fn stage_overlap(
         });
     }
     let measured = sweep(&sweep_ops);
-    for (position, (op, exposure)) in sweep_ops.iter().zip(&measured.ops).enumerate() {
+    add_exposure(&mut rows, &sweep_ops, &measured);
+    SweptStage {
+        rows,
+        ops: sweep_ops,
+        stream_labels,
+        measured,
+    }
+}
+
+/// Sums each op's exposure into its row and picks the row's representative op.
+fn add_exposure(rows: &mut [RowTotals], ops: &[SweepOp], measured: &Sweep) {
+    for (position, (op, exposure)) in ops.iter().zip(&measured.ops).enumerate() {
         let totals = &mut rows[op.row as usize];
         let dur = op.dur();
-        if totals.count == 0 || dur > sweep_ops[totals.representative].dur() {
+        if totals.count == 0 || dur > ops[totals.representative].dur() {
             totals.representative = position;
         }
         totals.count += 1;
@@ -296,21 +362,26 @@ fn stage_overlap(
         totals.same_stream += exposure.same_stream;
         totals.same_stream_ops += u64::from(exposure.same_stream > 0);
     }
+}
 
-    // Scopes for every row (neighbours need theirs too).
-    let joined: Vec<(Option<&Scope>, Join)> = rows
-        .iter()
-        .map(|row| match scopes {
-            Some(map) => map.lookup(row),
-            None => (None, Join::Unmapped),
-        })
-        .collect();
-
-    let neighbours = Neighbours::new(&sweep_ops);
-    let busy_us = ns_to_us(measured.busy);
+/// The candidate rows in candidate order, each with its priority, dependency risk,
+/// partners and known path; a row is shown once, and headroom rows at P5 not at all.
+fn candidate_rows(
+    inputs: &OverlapInputs<'_>,
+    swept: &SweptStage,
+    joined: &[(Option<&Scope>, Join)],
+    opts: &OverlapOptions,
+) -> Vec<OverlapRow> {
+    let SweptStage {
+        rows,
+        ops,
+        measured,
+        ..
+    } = swept;
+    let neighbours = Neighbours::new(ops);
     // One busy stream: nothing overlaps, and the stage says so in one line instead.
     let candidates = if measured.streams >= 2 {
-        candidates(&rows)
+        candidates(rows)
     } else {
         Vec::new()
     };
@@ -322,7 +393,7 @@ fn stage_overlap(
         }
         let totals = &rows[row as usize];
         let share = percent(totals.total, measured.busy);
-        let dep = dep_risk(row, totals, &rows, &sweep_ops, &neighbours, &joined);
+        let dep = dep_risk(row, totals, rows, ops, &neighbours, joined);
         let (priority, recommendation) = priority(share, verdict, dep, totals.category(), opts);
         if verdict == Verdict::Headroom && priority == "P5" {
             continue;
@@ -349,44 +420,23 @@ fn stage_overlap(
             exclusive_us: ns_to_us(totals.total - totals.hidden),
             hidden_by_compute_us: ns_to_us(totals.hidden_by_compute),
             total_us: ns_to_us(totals.total),
-            overlaps_with: partners(row, &measured, &rows),
+            overlaps_with: partners(row, measured, rows),
             dep_risk: dep.label().to_string(),
             recommendation: recommendation.to_string(),
             known_path,
         });
     }
-    if opts.limit > 0 {
-        assembled.truncate(opts.limit);
-    }
-    let before = assembled.len();
-    assembled.retain(|r| 100.0 * r.total_us / busy_us.max(f64::MIN_POSITIVE) >= opts.min_share_pct);
-    let below_bar = before - assembled.len();
+    assembled
+}
 
-    let notes = stage_notes(StageNoteFacts {
-        trace,
-        formal,
-        rows: &rows,
-        joined: &joined,
-        measured: &measured,
-        stream_labels: &stream_labels,
-        mapping_mode: inputs.mapping.is_some(),
-        scopes,
-        below_bar,
-        opts,
-    });
-    StageOverlap {
-        stage,
-        rows: assembled,
-        measured: OverlapStage {
-            stage: stage.label().to_string(),
-            busy_us,
-            overlapped_us: ns_to_us(measured.overlapped),
-            idle_us: ns_to_us(measured.idle),
-            same_stream_overlap_us: ns_to_us(measured.same_stream),
-            streams: measured.streams,
-            notes,
-        },
+/// The row limit first, then the share bar; returns how many rows the bar hid.
+fn cut(rows: &mut Vec<OverlapRow>, busy_us: f64, opts: &OverlapOptions) -> usize {
+    if opts.limit > 0 {
+        rows.truncate(opts.limit);
     }
+    let before = rows.len();
+    rows.retain(|r| 100.0 * r.total_us / busy_us.max(f64::MIN_POSITIVE) >= opts.min_share_pct);
+    before - rows.len()
 }
 
 /// A stream's identity within a pid: `args.stream` when present (stream 0 is a real
