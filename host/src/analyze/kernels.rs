@@ -8,7 +8,6 @@ use std::collections::HashMap;
 
 use crate::analyze::families::FamilyRules;
 use crate::analyze::location::Locator;
-use crate::analyze::names::{canonical_name, short_name, SHORT_ARGS_MAX};
 use crate::report::model::{KernelRow, SiteShare, StageReport};
 use crate::trace::event::{Sym, Trace};
 
@@ -16,6 +15,7 @@ use crate::trace::event::{Sym, Trace};
 /// (one i64 `dur` fits; three 5e18 ns ones do not).
 type SumNs = i128;
 use crate::trace::link::{Linked, StackId};
+use crate::trace::names::{canonical_name, short_name, SHORT_ARGS_MAX};
 use crate::trace::stage::{Stage, StageSplit};
 
 /// The location text of a launch site with no Python location.

@@ -20,8 +20,8 @@ use super::{RowTotals, StageOps};
 use crate::analyze::families::FamilyRules;
 use crate::analyze::kernels::StagedTrace;
 use crate::analyze::location::Locator;
-use crate::analyze::names::canonical_name;
 use crate::trace::event::{Ns, Sym};
+use crate::trace::names::canonical_name;
 
 /// Where a row's Python scope came from.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
