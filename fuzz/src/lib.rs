@@ -105,7 +105,7 @@ pub fn analyse(trace: &Trace) {
     let staged = split(trace, &linked, Stage::All, &mut stage_of);
     assert_eq!(staged.stages.len(), trace.gpu_ops.len());
     let families = builtin_families();
-    let locator = Locator::new(&llm_triage_plugin_api::Attribution::default());
+    let locator = Locator::new(&llm_triage::plugins::Attribution::default());
     let inputs = [StagedTrace {
         trace,
         linked: &linked,

@@ -415,13 +415,14 @@ mod tests {
     use super::*;
     use crate::analyze::test_trace::TraceBuilder;
     use crate::catalog::load_families;
+    use crate::plugins::Attribution;
     use crate::trace::link::link;
     use crate::trace::stage::split;
-    use llm_triage_plugin_api::{rstrings, Attribution, StageHint};
+    use llm_triage_plugin_api::StageHint;
 
     fn vllm_locator() -> Locator {
         Locator::new(&Attribution {
-            source_roots: rstrings(["vllm/"]),
+            source_roots: vec!["vllm/".to_string()],
             wrapper_frames: Default::default(),
         })
     }

@@ -2,11 +2,12 @@
 //! Expected numbers come from an independent Python recount of each file (exact ns from
 //! the decimal text; correlation -> runtime call -> frames containing the launch).
 
-use llm_triage_plugin_api::{rstrings, scan, Attribution, StageHint, WrapperFrame};
+use llm_triage_plugin_api::{scan, StageHint};
 
 use crate::analyze::kernels::{kernel_tables, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::catalog::load_families;
+use crate::plugins::{Attribution, WrapperFrame};
 use crate::report::model::StageReport;
 use crate::trace::event::Trace;
 use crate::trace::link::{link, LinkCounts, Linked};
@@ -36,7 +37,7 @@ fn wrappers(list: &[(&str, &str)]) -> Attribution {
 /// The vLLM plugin's attribution (plugins/vllm), restated.
 fn vllm_attribution() -> Attribution {
     Attribution {
-        source_roots: rstrings(["vllm/"]),
+        source_roots: vec!["vllm/".to_string()],
         ..wrappers(&[
             ("vllm/compilation/cuda_graph.py", ""),
             ("vllm/compilation/cuda_piecewise_backend.py", ""),
@@ -52,7 +53,9 @@ fn vllm_attribution() -> Attribution {
 /// The SGLang plugin's attribution (plugins/sglang), restated.
 fn sglang_attribution() -> Attribution {
     Attribution {
-        source_roots: rstrings(["python/sglang/", "sglang_omni/", "sglang/", "sgl_kernel/"]),
+        source_roots: ["python/sglang/", "sglang_omni/", "sglang/", "sgl_kernel/"]
+            .map(String::from)
+            .into(),
         ..wrappers(&[
             ("sglang/srt/model_executor/cuda_graph_runner", "replay"),
             ("sglang/srt/model_executor/runner/", "replay"),
