@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use llm_triage_plugin_api::{MarkerKind, StageHint};
 
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
@@ -23,7 +22,7 @@ use crate::trace::event::Trace;
 use crate::trace::evidence::evidence;
 use crate::trace::link::{link, Linked};
 use crate::trace::read::read_trace;
-use crate::trace::stage::{split, Stage, StageSplit};
+use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
 /// What the user asked for, in domain terms (the CLI maps flags onto this).
 #[derive(Clone, Debug)]

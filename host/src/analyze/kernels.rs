@@ -417,8 +417,7 @@ mod tests {
     use crate::catalog::load_families;
     use crate::plugins::Attribution;
     use crate::trace::link::link;
-    use crate::trace::stage::split;
-    use llm_triage_plugin_api::StageHint;
+    use crate::trace::stage::{split, StageHint};
 
     fn vllm_locator() -> Locator {
         Locator::new(&Attribution {

@@ -2,7 +2,7 @@
 //! Expected numbers come from an independent Python recount of each file (exact ns from
 //! the decimal text; correlation -> runtime call -> frames containing the launch).
 
-use llm_triage_plugin_api::{scan, StageHint};
+use llm_triage_plugin_api::scan;
 
 use crate::analyze::kernels::{kernel_tables, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
@@ -12,7 +12,7 @@ use crate::report::model::StageReport;
 use crate::trace::event::Trace;
 use crate::trace::link::{link, LinkCounts, Linked};
 use crate::trace::read::read_trace;
-use crate::trace::stage::{split, stage_from_path, Stage, StageSignal, StageSplit};
+use crate::trace::stage::{split, stage_from_path, Stage, StageHint, StageSignal, StageSplit};
 
 fn shared_trace(name: &str) -> Trace {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -73,7 +73,7 @@ fn annotation_hint(name: &str) -> StageHint {
     } else if name.starts_with("step[EXTEND") {
         StageHint::Extend
     } else {
-        scan::execute_annotation_stage(name)
+        scan::execute_annotation_stage(name).into()
     }
 }
 

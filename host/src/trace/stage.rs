@@ -2,8 +2,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use llm_triage_plugin_api::StageHint;
-
 use crate::trace::event::{Ns, Sym, Trace};
 use crate::trace::link::Linked;
 
@@ -36,6 +34,29 @@ impl Stage {
             Stage::All => 2,
         }
     }
+}
+
+/// Which text an engine plugin is asked to read a stage from (the host's copy of the
+/// plugin API's `MarkerKind`; `plugins` converts at the edge).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// A trace file's path (absolute).
+    FilePath,
+    /// The name of a `user_annotation` or `gpu_user_annotation` event.
+    Annotation,
+}
+
+/// The stage an engine plugin reads from a marker (the host's copy of the plugin API's
+/// `StageHint`; `plugins` converts at the edge).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StageHint {
+    /// The text says nothing about the stage.
+    Unknown,
+    /// Prefill / extend.
+    Extend,
+    Decode,
+    /// A step that runs prefill and decode requests together.
+    Mixed,
 }
 
 /// The stage a file's path names, by the generic rules every engine's capture layout
