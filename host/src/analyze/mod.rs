@@ -8,8 +8,6 @@ pub mod overlap;
 #[cfg(test)]
 mod real_traces;
 pub mod similarity;
-#[cfg(test)]
-pub(crate) mod test_trace;
 
 // Temporary re-export: kernel names moved to the leaf `trace::names`; families, fuse and
 // similarity still import `analyze::names`. The merger removes it once they do not.

@@ -1,15 +1,17 @@
-//! Hand-built traces for unit tests: every time is in nanoseconds, CPU events live in
-//! pid `host`, GPU ops on pid `gpu` stream `7`.
+//! What the unit tests of every module share: a hand-built trace ([`TraceFixture`]).
+//! Compiled for tests only.
 
 use crate::trace::event::{Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Trace};
 
-pub struct TraceBuilder {
+/// A trace built event by event: every time is in nanoseconds, CPU events live in pid
+/// `host`, GPU ops on pid `gpu` stream `7`. `build` returns a copy.
+pub struct TraceFixture {
     trace: Trace,
 }
 
-impl TraceBuilder {
+impl TraceFixture {
     pub fn new() -> Self {
-        TraceBuilder {
+        TraceFixture {
             trace: Trace::default(),
         }
     }
