@@ -5,9 +5,9 @@ pub mod fuse;
 pub mod kernels;
 pub mod location;
 pub mod overlap;
-#[cfg(test)]
-mod real_traces;
 pub mod similarity;
+#[cfg(test)]
+mod tests;
 
 // Temporary re-export: kernel names moved to the leaf `trace::names`; families, fuse and
 // similarity still import `analyze::names`. The merger removes it once they do not.

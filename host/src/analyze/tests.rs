@@ -1,4 +1,6 @@
-//! Linking, stage split, locations and the kernel table over the real shared traces.
+//! The analyses end to end over the real shared traces: linking, stage split, locations
+//! and the kernel table.
+//!
 //! Expected numbers come from an independent Python recount of each file (exact ns from
 //! the decimal text; correlation -> runtime call -> frames containing the launch).
 
@@ -9,17 +11,11 @@ use crate::analyze::location::Locator;
 use crate::catalog::load_families;
 use crate::plugins::{Attribution, WrapperFrame};
 use crate::report::model::StageReport;
+use crate::testutil::shared_trace_path;
 use crate::trace::event::Trace;
 use crate::trace::link::{link, LinkCounts, Linked};
 use crate::trace::read::read_trace;
 use crate::trace::stage::{split, stage_from_path, Stage, StageHint, StageSignal, StageSplit};
-
-fn shared_trace(name: &str) -> Trace {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/traces")
-        .join(name);
-    read_trace(&path, &mut |_| {}).expect("shared trace reads")
-}
 
 fn wrappers(list: &[(&str, &str)]) -> Attribution {
     Attribution {
@@ -84,7 +80,7 @@ struct Analysed {
 }
 
 fn analyse(name: &str, path_stage: Stage) -> Analysed {
-    let trace = shared_trace(name);
+    let trace = read_trace(&shared_trace_path(name), &mut |_| {}).expect("shared trace reads");
     let linked = link(&trace);
     let split = split(&trace, &linked, path_stage, &mut annotation_hint);
     Analysed {
