@@ -14,8 +14,7 @@ use llm_triage::error::TriageError;
 use llm_triage::trace::event::Trace;
 use llm_triage::trace::link::link;
 use llm_triage::trace::read::read_trace;
-use llm_triage::trace::stage::{split, Stage};
-use llm_triage_plugin_api::StageHint;
+use llm_triage::trace::stage::{split, Stage, StageHint};
 
 /// A per-process scratch directory in memory when possible.
 pub fn scratch_dir() -> PathBuf {
@@ -105,7 +104,7 @@ pub fn analyse(trace: &Trace) {
     let staged = split(trace, &linked, Stage::All, &mut stage_of);
     assert_eq!(staged.stages.len(), trace.gpu_ops.len());
     let families = builtin_families();
-    let locator = Locator::new(&llm_triage_plugin_api::Attribution::default());
+    let locator = Locator::new(&llm_triage::plugins::Attribution::default());
     let inputs = [StagedTrace {
         trace,
         linked: &linked,

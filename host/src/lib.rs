@@ -21,5 +21,7 @@ pub mod manpage;
 pub mod plugins;
 pub mod report;
 pub mod run;
+#[cfg(test)]
+pub(crate) mod testutil;
 pub mod tools;
 pub mod trace;

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use llm_triage_plugin_api::{MarkerKind, StageHint};
 
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
@@ -22,7 +21,7 @@ use crate::trace::event::Trace;
 use crate::trace::evidence::evidence;
 use crate::trace::link::{link, Linked};
 use crate::trace::read::read_trace;
-use crate::trace::stage::{split, Stage, StageSplit};
+use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
 /// What the user asked for, in domain terms (the CLI maps flags onto this).
 #[derive(Clone, Debug)]
@@ -71,7 +70,7 @@ fn prepare<'p>(
     let evidences: Vec<_> = traces.iter().map(|t| evidence(t, server_args)).collect();
     let selection = plugins::select(plugin_set, framework, &evidences)?;
     let engine = selection.engine;
-    let locator = Locator::new(&abi_attribution(&engine.attribution()?));
+    let locator = Locator::new(&engine.attribution()?);
     let linked: Vec<Linked> = traces.iter().map(link).collect();
     let splits = traces
         .iter()
@@ -420,19 +419,4 @@ fn model_name(args: &serde_json::Map<String, serde_json::Value>) -> Option<Strin
         .iter()
         .filter_map(|k| args.get(*k))
         .find_map(|v| v.as_str().map(str::to_string))
-}
-
-/// The locator reads the ABI form of an engine's attribution.
-fn abi_attribution(a: &plugins::Attribution) -> llm_triage_plugin_api::Attribution {
-    llm_triage_plugin_api::Attribution {
-        source_roots: a.source_roots.iter().map(|r| r.as_str().into()).collect(),
-        wrapper_frames: a
-            .wrapper_frames
-            .iter()
-            .map(|w| llm_triage_plugin_api::WrapperFrame {
-                path_contains: w.path_contains.as_str().into(),
-                function: w.function.as_str().into(),
-            })
-            .collect(),
-    }
 }

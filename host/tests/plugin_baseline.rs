@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 
 use llm_triage::catalog::load_fusions;
 use llm_triage::plugins::{load_all, load_file};
+use llm_triage::trace::stage::{MarkerKind, StageHint};
 use llm_triage_plugin_api::abi_stable::library::lib_header_from_path;
-use llm_triage_plugin_api::{MarkerKind, StageHint};
 
 /// `target/<profile>`, after building the 1.0 test plugin and the SGLang plugin into it.
 fn build_dir() -> &'static Path {

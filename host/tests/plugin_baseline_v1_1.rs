@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use llm_triage::error::TriageError;
 use llm_triage::plugins::load_file;
+use llm_triage::trace::stage::{MarkerKind, StageHint};
 use llm_triage_plugin_api::abi_stable::library::lib_header_from_path;
-use llm_triage_plugin_api::{CaptureRequest, EndpointEvidence, MarkerKind, StageHint, Workload};
+use llm_triage_plugin_api::{CaptureRequest, EndpointEvidence, Workload};
 
 mod support;
 

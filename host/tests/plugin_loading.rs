@@ -9,8 +9,9 @@ use std::sync::OnceLock;
 
 use llm_triage::error::TriageError;
 use llm_triage::plugins::{self, load_all, select, PluginSet};
+use llm_triage::trace::stage::{MarkerKind, StageHint};
 use llm_triage_plugin_api::abi_stable::std_types::RVec;
-use llm_triage_plugin_api::{Counted, KeyValue, MarkerKind, StageHint, TraceEvidence};
+use llm_triage_plugin_api::{Counted, KeyValue, TraceEvidence};
 
 const ENGINE_CRATES: &[&str] = &[
     "llm-triage-plugin-sglang",

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 
 use crate::analyze::location::Locator;
-use crate::analyze::names::{canonical_name, short_name, SHORT_ARGS_MAX};
 use crate::catalog::FamilyRules;
 use crate::report::model::{KernelRow, SiteShare, StageReport};
 use crate::trace::event::{Sym, Trace};
@@ -16,6 +15,7 @@ use crate::trace::event::{Sym, Trace};
 /// (one i64 `dur` fits; three 5e18 ns ones do not).
 type SumNs = i128;
 use crate::trace::link::{Linked, StackId};
+use crate::trace::names::{canonical_name, short_name, SHORT_ARGS_MAX};
 use crate::trace::stage::{Stage, StageSplit};
 
 /// The location text of a launch site with no Python location.
@@ -413,15 +413,15 @@ fn summary_line(rows: &[KernelRow], total_ns: SumNs) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::test_trace::TraceBuilder;
     use crate::catalog::load_families;
+    use crate::plugins::Attribution;
+    use crate::testutil::TraceFixture;
     use crate::trace::link::link;
-    use crate::trace::stage::split;
-    use llm_triage_plugin_api::{rstrings, Attribution, StageHint};
+    use crate::trace::stage::{split, StageHint};
 
     fn vllm_locator() -> Locator {
         Locator::new(&Attribution {
-            source_roots: rstrings(["vllm/"]),
+            source_roots: vec!["vllm/".to_string()],
             wrapper_frames: Default::default(),
         })
     }
@@ -453,7 +453,7 @@ mod tests {
     /// Two GEMM launches from linear.py, one from a second site, an attention kernel
     /// and a small memset; times in ns.
     fn sample_trace() -> Trace {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.frame(
             "vllm/model_executor/layers/linear.py(510): forward",
             0,
@@ -565,7 +565,7 @@ mod tests {
 
     #[test]
     fn stages_in_order_and_other_gpu_pids_left_out() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.path("/t/x.json");
         b.annotation("decode step", 1_000, 1_000, true);
         b.annotation("prefill step", 5_000, 1_000, true);
@@ -586,7 +586,7 @@ mod tests {
 
     #[test]
     fn graph_replays_count_each_kernel_and_share_the_launch_site() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.frame(
             "vllm/v1/worker/gpu_model_runner.py(2000): execute_model",
             0,

@@ -12,7 +12,7 @@
 //! source root on (`python/sglang/srt/layers/linear.py:448 forward`), or from after
 //! `site-packages/` for model code.
 
-use llm_triage_plugin_api::Attribution;
+use crate::plugins::Attribution;
 
 /// Frame functions that only dispatch to the real code.
 const WRAPPER_FUNCTIONS: &[&str] = &[
@@ -116,6 +116,8 @@ pub struct Locator {
 }
 
 impl Locator {
+    /// The locator of one engine, from its plugin's attribution (the host's plain value;
+    /// `plugins` converts the ABI one).
     pub fn new(attribution: &Attribution) -> Self {
         Locator {
             source_roots: attribution
@@ -245,17 +247,17 @@ fn model_path(path: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llm_triage_plugin_api::{rstrings, WrapperFrame};
+    use crate::plugins::WrapperFrame;
 
     fn sglang_locator() -> Locator {
         Locator::new(&Attribution {
-            source_roots: rstrings(["python/sglang/", "sglang/", "sgl_kernel/"]),
+            source_roots: ["python/sglang/", "sglang/", "sgl_kernel/"]
+                .map(String::from)
+                .into(),
             wrapper_frames: vec![WrapperFrame {
                 path_contains: "sglang/srt/model_executor/cuda_graph_runner".into(),
                 function: "replay".into(),
-            }]
-            .into_iter()
-            .collect(),
+            }],
         })
     }
 
@@ -310,7 +312,7 @@ mod tests {
     #[test]
     fn vllm_relative_frames_and_component_aligned_roots() {
         let vllm = Locator::new(&Attribution {
-            source_roots: rstrings(["vllm/"]),
+            source_roots: vec!["vllm/".to_string()],
             wrapper_frames: Default::default(),
         });
         let stack = [

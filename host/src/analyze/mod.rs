@@ -1,11 +1,9 @@
-//! The analyses: kernel table (and later overlap, fuse, similarity).
+//! The analyses, one module each: (trace, catalog) -> one part of the `Report`.
 
 pub mod fuse;
 pub mod kernels;
 pub mod location;
-pub mod names;
 pub mod overlap;
 #[cfg(test)]
-mod real_traces;
-#[cfg(test)]
-pub(crate) mod test_trace;
+mod tests;
+

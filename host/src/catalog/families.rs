@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::pattern::{appears_consecutively, parse_pattern, tokens, TokenMatcher};
 use super::{check_catalog_dir, one_line};
-use crate::analyze::names::demangle;
+use crate::trace::names::demangle;
 use crate::error::TriageError;
 
 /// The family of a kernel no rule claims.

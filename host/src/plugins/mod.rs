@@ -46,11 +46,12 @@ use std::path::PathBuf;
 
 use llm_triage_plugin_api::abi_stable::std_types::RSlice;
 use llm_triage_plugin_api::{
-    CapturePlan, CaptureRequest, EndpointEvidence, FrameworkPluginRef, MarkerKind, StageHint,
-    Support, ToolFile, ToolOutput, ToolSpec, TraceEvidence,
+    CapturePlan, CaptureRequest, EndpointEvidence, FrameworkPluginRef, Support, ToolFile,
+    ToolOutput, ToolSpec, TraceEvidence,
 };
 
 use crate::error::TriageError;
+use crate::trace::stage::{MarkerKind, StageHint};
 
 pub use install::{install, remove, user_plugin_dir};
 pub use load::{load_all, load_file, search_dirs, PluginSet, Rejected};
@@ -246,7 +247,8 @@ impl Engine {
 
     /// The stage a file path or annotation name marks, by this engine's conventions.
     pub fn stage_of(&self, kind: MarkerKind, text: &str) -> Result<StageHint, TriageError> {
-        self.call((self.module.stage_of())(kind, text.into()))
+        let hint = self.call((self.module.stage_of())(kind.into(), text.into()))?;
+        Ok(hint.into())
     }
 
     /// A plugin's error value (a caught panic included) as an exit-6 error.
@@ -269,5 +271,26 @@ impl std::fmt::Debug for Engine {
             .field("path", &self.path)
             .field("manifest", &self.manifest)
             .finish_non_exhaustive()
+    }
+}
+
+// The stage vocabulary crosses the ABI here only; `trace::stage` holds the host's copy.
+impl From<MarkerKind> for llm_triage_plugin_api::MarkerKind {
+    fn from(kind: MarkerKind) -> Self {
+        match kind {
+            MarkerKind::FilePath => llm_triage_plugin_api::MarkerKind::FilePath,
+            MarkerKind::Annotation => llm_triage_plugin_api::MarkerKind::Annotation,
+        }
+    }
+}
+
+impl From<llm_triage_plugin_api::StageHint> for StageHint {
+    fn from(hint: llm_triage_plugin_api::StageHint) -> Self {
+        match hint {
+            llm_triage_plugin_api::StageHint::Unknown => StageHint::Unknown,
+            llm_triage_plugin_api::StageHint::Extend => StageHint::Extend,
+            llm_triage_plugin_api::StageHint::Decode => StageHint::Decode,
+            llm_triage_plugin_api::StageHint::Mixed => StageHint::Mixed,
+        }
     }
 }

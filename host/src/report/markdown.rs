@@ -295,7 +295,7 @@ Notes
 
     #[test]
     fn long_kernel_names_are_shortened_for_display_only() {
-        use crate::analyze::names::{short_name, SHORT_ARGS_MAX};
+        use crate::trace::names::{short_name, SHORT_ARGS_MAX};
         let name = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul> >";
         let short = short_name(name, SHORT_ARGS_MAX);
         assert!(short.len() < name.len(), "{short}");

@@ -276,9 +276,9 @@ fn kernel_row(row: &KernelRow) -> Row {
 }
 
 /// The kernel name as a table shows it: nested template arguments collapsed (the
-/// analysis owns the rule). JSON keeps the whole name.
+/// leaf `trace::names` owns the rule). JSON keeps the whole name.
 fn display_kernel_name(name: &str) -> String {
-    use crate::analyze::names::{short_name, SHORT_ARGS_MAX};
+    use crate::trace::names::{short_name, SHORT_ARGS_MAX};
     short_name(name, SHORT_ARGS_MAX)
 }
 

@@ -407,7 +407,7 @@ fn python_stacks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::test_trace::TraceBuilder;
+    use crate::testutil::TraceFixture;
 
     fn frame_names(trace: &Trace, linked: &Linked, op: usize) -> Vec<String> {
         let id = linked.sites[op].stack.expect("stack");
@@ -420,7 +420,7 @@ mod tests {
 
     #[test]
     fn kernel_links_to_launch_cpu_op_and_python_stack() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.frame("a.py(1): outer", 0, 1000, 1);
         b.frame("b.py(2): inner", 100, 500, 1);
         b.frame("c.py(3): sibling", 700, 200, 1);
@@ -451,7 +451,7 @@ mod tests {
 
     #[test]
     fn graph_replay_resolves_to_the_graph_launch_site() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.frame("runner.py(10): replay", 0, 10_000, 1);
         b.frame("torch/cuda/graphs.py(139): replay", 10, 9_000, 1);
         b.runtime("hipGraphLaunch", 100, 2_000, 1, 9, None);
@@ -486,7 +486,7 @@ mod tests {
 
     #[test]
     fn duplicate_correlation_takes_the_latest_call_before_the_kernel() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.runtime("cudaLaunchKernel", 100, 10, 1, 5, None);
         b.runtime("cudaLaunchKernel", 900, 10, 1, 5, None);
         b.runtime("cudaLaunchKernel", 5000, 10, 1, 5, None);
@@ -501,7 +501,7 @@ mod tests {
 
     #[test]
     fn cpu_op_falls_back_to_innermost_op_containing_the_launch() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.cpu_op("aten::linear", 0, 1000, 1, Some(1));
         b.cpu_op("aten::addmm", 100, 500, 1, Some(2));
         // The launch names an External id no cpu_op has.
@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn legacy_kernel_without_launch_uses_its_external_id_op() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.frame("model.py(5): forward", 0, 1000, 1);
         b.cpu_op("aten::conv2d", 100, 400, 1, Some(11));
         b.kernel("conv", 2000, 10, None, Some(11));
@@ -536,7 +536,7 @@ mod tests {
 
     #[test]
     fn frames_of_other_threads_and_ended_frames_are_not_active() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.frame("gone.py(1): done", 0, 50, 1);
         b.frame("other_thread.py(1): run", 0, 10_000, 2);
         b.frame("live.py(1): run", 60, 10_000, 1);

@@ -4,5 +4,6 @@ pub mod discover;
 pub mod event;
 pub mod evidence;
 pub mod link;
+pub mod names;
 pub mod read;
 pub mod stage;

@@ -2,8 +2,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use llm_triage_plugin_api::StageHint;
-
 use crate::trace::event::{Ns, Sym, Trace};
 use crate::trace::link::Linked;
 
@@ -36,6 +34,29 @@ impl Stage {
             Stage::All => 2,
         }
     }
+}
+
+/// Which text an engine plugin is asked to read a stage from (the host's copy of the
+/// plugin API's `MarkerKind`; `plugins` converts at the edge).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MarkerKind {
+    /// A trace file's path (absolute).
+    FilePath,
+    /// The name of a `user_annotation` or `gpu_user_annotation` event.
+    Annotation,
+}
+
+/// The stage an engine plugin reads from a marker (the host's copy of the plugin API's
+/// `StageHint`; `plugins` converts at the edge).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StageHint {
+    /// The text says nothing about the stage.
+    Unknown,
+    /// Prefill / extend.
+    Extend,
+    Decode,
+    /// A step that runs prefill and decode requests together.
+    Mixed,
 }
 
 /// The stage a file's path names, by the generic rules every engine's capture layout
@@ -276,7 +297,7 @@ impl Segments {
 #[cfg(test)]
 mod split_tests {
     use super::*;
-    use crate::analyze::test_trace::TraceBuilder;
+    use crate::testutil::TraceFixture;
     use crate::trace::link::link;
 
     fn hint(name: &str) -> StageHint {
@@ -291,7 +312,7 @@ mod split_tests {
         }
     }
 
-    fn split_of(b: &TraceBuilder, path_stage: Stage) -> StageSplit {
+    fn split_of(b: &TraceFixture, path_stage: Stage) -> StageSplit {
         let trace = b.build();
         let linked = link(&trace);
         split(&trace, &linked, path_stage, &mut hint)
@@ -299,7 +320,7 @@ mod split_tests {
 
     #[test]
     fn path_stage_wins_for_the_whole_file() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.annotation("step[DECODE bs=1]", 0, 1000, true);
         b.kernel("k", 10, 5, None, None);
         let s = split_of(&b, Stage::Extend);
@@ -309,7 +330,7 @@ mod split_tests {
 
     #[test]
     fn no_markers_means_all_with_a_note() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         b.annotation("ProfilerStep#6", 0, 1000, false);
         b.kernel("k", 10, 5, None, None);
         let s = split_of(&b, Stage::All);
@@ -320,7 +341,7 @@ mod split_tests {
 
     #[test]
     fn cpu_annotation_is_matched_by_launch_time_not_gpu_time() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         // CPU windows: extend [0, 1000], decode [1000, 2000].
         b.annotation("step[EXTEND bs=4]", 0, 999, false);
         b.annotation("step[DECODE bs=4]", 1000, 1000, false);
@@ -343,7 +364,7 @@ mod split_tests {
 
     #[test]
     fn gpu_annotation_contains_the_kernel_and_innermost_wins() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         // An outer mixed step holding a decode sub-range.
         b.annotation("MIXED step", 0, 10_000, true);
         b.annotation("DECODE part", 2_000, 1_000, true);
@@ -362,7 +383,7 @@ mod split_tests {
 
     #[test]
     fn each_distinct_annotation_name_is_asked_once() {
-        let mut b = TraceBuilder::new();
+        let mut b = TraceFixture::new();
         for i in 0..5 {
             b.annotation("step[DECODE bs=1]", i * 100, 50, true);
         }

@@ -16,6 +16,7 @@ mod util;
 
 mod bad_input;
 mod capture;
+mod catalog_validate;
 mod cli;
 mod companion;
 mod engine_fixtures;

@@ -27,7 +27,7 @@ use std::collections::HashSet;
 use super::facts::GateState;
 use super::haystack::{rule_hits, Haystack, RuleHits};
 use super::FuseInput;
-use crate::analyze::names::{short_name, SHORT_ARGS_MAX};
+use crate::trace::names::{short_name, SHORT_ARGS_MAX};
 use crate::catalog::FusionRule;
 use crate::report::model::{FusionRow, KernelRow, SimilarityNote};
 

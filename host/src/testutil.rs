@@ -1,15 +1,28 @@
-//! Hand-built traces for unit tests: every time is in nanoseconds, CPU events live in
-//! pid `host`, GPU ops on pid `gpu` stream `7`.
+//! What the unit tests of every module share: a hand-built trace ([`TraceFixture`]) and
+//! the path of a real trace in the shared traces beside the checkout
+//! ([`shared_trace_path`]). Compiled for tests only.
+
+use std::path::{Path, PathBuf};
 
 use crate::trace::event::{Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Trace};
 
-pub struct TraceBuilder {
+/// The path of `name` in `../shared/traces` beside the checkout (the real traces the
+/// tests recount).
+pub(crate) fn shared_trace_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/traces")
+        .join(name)
+}
+
+/// A trace built event by event: every time is in nanoseconds, CPU events live in pid
+/// `host`, GPU ops on pid `gpu` stream `7`. `build` returns a copy.
+pub struct TraceFixture {
     trace: Trace,
 }
 
-impl TraceBuilder {
+impl TraceFixture {
     pub fn new() -> Self {
-        TraceBuilder {
+        TraceFixture {
             trace: Trace::default(),
         }
     }

@@ -3,11 +3,9 @@
 //! checked only kernel-families.toml and fusions/, and said `catalog OK` (exit 0) over an
 //! overlap.toml that a triage then refused with exit 3.
 
-mod common;
-
 use std::path::Path;
 
-use common::{llm_triage, workspace_root};
+use crate::util::{llm_triage, workspace_root};
 
 /// A copy of the repository's `catalog/` directory (every file the loaders read).
 fn copy_of_the_catalog() -> tempfile::TempDir {

@@ -1,4 +1,6 @@
 //! Kernel names: the canonical name rows are grouped by, and a short form for tables.
+//! A leaf module: the analyses group rows by these names and the renderers shorten them,
+//! so it depends on neither.
 //!
 //! Canonical name (predecessor §4.2, with two fixes): demangle an Itanium `_Z...` name,
 //! strip and collapse whitespace, mask hex addresses (`0x7f3a` -> `0xADDR`), and cut the

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! formal trace --stage ops--> exposure sweep (sweep.rs) --per kernel row--> candidates
-//! mapping trace --link + Locator--> kernel -> Python scope --join--> rows + dep risk
+//! mapping trace --link + Locator--> kernel -> Python scope --join (scope.rs)--> rows + dep risk
 //! ```
 //!
 //! **Single-trace mode** sweeps the trace itself and takes scopes from it; kernels
@@ -12,29 +12,25 @@
 //! (production config, graphs on) and takes each kernel's Python scope from the mapping
 //! trace (graphs off) only: formal launch sites never outvote it (spec §14.4).
 //!
-//! Scope join, first hit wins:
-//! 1. the canonical kernel name;
-//! 2. the *base name*: the canonical name without template arguments and a leading
-//!    `void ` (graph capture and eager runs may pick other template instances), when
-//!    all mapping kernels of that base name have one location;
-//! 3. the family and the formal kernel's own Python location, when the formal kernel
-//!    was launched eagerly and the mapping trace has a kernel of that family there;
-//! 4. the family alone, when every mapping kernel of that family has one location.
-//!
-//! Otherwise the scope is unmapped. The notes count rows per join step.
+//! How a row finds its Python scope (by name, base name, family and location, family) is
+//! the scope join in `scope.rs`.
 
+mod notes;
+mod scope;
 pub mod sweep;
 
 use std::collections::{BTreeMap, HashMap};
 
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::location::Locator;
-use crate::analyze::names::canonical_name;
 use crate::catalog::overlap::KnownPaths;
 use crate::catalog::FamilyRules;
 use crate::report::model::{OverlapPartner, OverlapRow, OverlapStage};
 use crate::trace::event::{ns_to_us, Ns, Sym, Trace};
+use crate::trace::names::canonical_name;
 use crate::trace::stage::Stage;
+use notes::{stage_notes, StageNoteFacts};
+use scope::{Join, Scope, ScopeMap};
 use sweep::{sweep, Category, Sweep, SweepOp};
 
 /// How many rows a stage shows.
@@ -215,16 +211,8 @@ impl RowTotals {
     }
 }
 
-/// Where a row's Python scope came from.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Join {
-    Name,
-    BaseName,
-    FamilyLocation,
-    Family,
-    Unmapped,
-}
-
+/// One stage's table: sweep its ops, join every row's scope, pick and rank the candidate
+/// rows, cut them to the options, and say what the reader must know in notes.
 fn stage_overlap(
     inputs: &OverlapInputs<'_>,
     stage: Stage,
@@ -232,10 +220,63 @@ fn stage_overlap(
     scopes: Option<&ScopeMap>,
     opts: &OverlapOptions,
 ) -> StageOverlap {
+    let swept = index_and_sweep(inputs, formal);
+    // Scopes for every row (neighbours need theirs too).
+    let joined: Vec<(Option<&Scope>, Join)> = swept
+        .rows
+        .iter()
+        .map(|row| match scopes {
+            Some(map) => map.lookup(row),
+            None => (None, Join::Unmapped),
+        })
+        .collect();
+    let busy_us = ns_to_us(swept.measured.busy);
+    let mut shown = candidate_rows(inputs, &swept, &joined, opts);
+    let below_bar = cut(&mut shown, busy_us, opts);
+
+    let measured = &swept.measured;
+    let notes = stage_notes(StageNoteFacts {
+        trace: inputs.formal[formal.trace].trace,
+        formal,
+        rows: &swept.rows,
+        joined: &joined,
+        measured,
+        stream_labels: &swept.stream_labels,
+        mapping_mode: inputs.mapping.is_some(),
+        scopes,
+        below_bar,
+        opts,
+    });
+    StageOverlap {
+        stage,
+        rows: shown,
+        measured: OverlapStage {
+            stage: stage.label().to_string(),
+            busy_us,
+            overlapped_us: ns_to_us(measured.overlapped),
+            idle_us: ns_to_us(measured.idle),
+            same_stream_overlap_us: ns_to_us(measured.same_stream),
+            streams: measured.streams,
+            notes,
+        },
+    }
+}
+
+/// A stage's ops as the sweep saw them, and what it measured.
+struct SweptStage {
+    /// One row per canonical kernel name, in first-seen order, with its sweep totals.
+    rows: Vec<RowTotals>,
+    /// The stage's ops in stage order, with dense row and stream indices.
+    ops: Vec<SweepOp>,
+    /// The label of each dense stream index (`stream 7`, `thread 12`).
+    stream_labels: Vec<String>,
+    measured: Sweep,
+}
+
+/// Dense row and stream indices, then the sweep, then each row's totals from it.
+fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage {
     let staged = &inputs.formal[formal.trace];
     let trace = staged.trace;
-
-    // Dense row and stream indices, then the sweep.
     let mut row_of_name: HashMap<Sym, u32> = HashMap::new();
     let mut row_of_canonical: HashMap<String, u32> = HashMap::new();
     let mut rows: Vec<RowTotals> = Vec::new();
@@ -296,10 +337,21 @@ fn stage_overlap(
         });
     }
     let measured = sweep(&sweep_ops);
-    for (position, (op, exposure)) in sweep_ops.iter().zip(&measured.ops).enumerate() {
+    add_exposure(&mut rows, &sweep_ops, &measured);
+    SweptStage {
+        rows,
+        ops: sweep_ops,
+        stream_labels,
+        measured,
+    }
+}
+
+/// Sums each op's exposure into its row and picks the row's representative op.
+fn add_exposure(rows: &mut [RowTotals], ops: &[SweepOp], measured: &Sweep) {
+    for (position, (op, exposure)) in ops.iter().zip(&measured.ops).enumerate() {
         let totals = &mut rows[op.row as usize];
         let dur = op.dur();
-        if totals.count == 0 || dur > sweep_ops[totals.representative].dur() {
+        if totals.count == 0 || dur > ops[totals.representative].dur() {
             totals.representative = position;
         }
         totals.count += 1;
@@ -309,21 +361,26 @@ fn stage_overlap(
         totals.same_stream += exposure.same_stream;
         totals.same_stream_ops += u64::from(exposure.same_stream > 0);
     }
+}
 
-    // Scopes for every row (neighbours need theirs too).
-    let joined: Vec<(Option<&Scope>, Join)> = rows
-        .iter()
-        .map(|row| match scopes {
-            Some(map) => map.lookup(row),
-            None => (None, Join::Unmapped),
-        })
-        .collect();
-
-    let neighbours = Neighbours::new(&sweep_ops);
-    let busy_us = ns_to_us(measured.busy);
+/// The candidate rows in candidate order, each with its priority, dependency risk,
+/// partners and known path; a row is shown once, and headroom rows at P5 not at all.
+fn candidate_rows(
+    inputs: &OverlapInputs<'_>,
+    swept: &SweptStage,
+    joined: &[(Option<&Scope>, Join)],
+    opts: &OverlapOptions,
+) -> Vec<OverlapRow> {
+    let SweptStage {
+        rows,
+        ops,
+        measured,
+        ..
+    } = swept;
+    let neighbours = Neighbours::new(ops);
     // One busy stream: nothing overlaps, and the stage says so in one line instead.
     let candidates = if measured.streams >= 2 {
-        candidates(&rows)
+        candidates(rows)
     } else {
         Vec::new()
     };
@@ -335,7 +392,7 @@ fn stage_overlap(
         }
         let totals = &rows[row as usize];
         let share = percent(totals.total, measured.busy);
-        let dep = dep_risk(row, totals, &rows, &sweep_ops, &neighbours, &joined);
+        let dep = dep_risk(row, totals, rows, ops, &neighbours, joined);
         let (priority, recommendation) = priority(share, verdict, dep, totals.category(), opts);
         if verdict == Verdict::Headroom && priority == "P5" {
             continue;
@@ -362,44 +419,23 @@ fn stage_overlap(
             exclusive_us: ns_to_us(totals.total - totals.hidden),
             hidden_by_compute_us: ns_to_us(totals.hidden_by_compute),
             total_us: ns_to_us(totals.total),
-            overlaps_with: partners(row, &measured, &rows),
+            overlaps_with: partners(row, measured, rows),
             dep_risk: dep.label().to_string(),
             recommendation: recommendation.to_string(),
             known_path,
         });
     }
-    if opts.limit > 0 {
-        assembled.truncate(opts.limit);
-    }
-    let before = assembled.len();
-    assembled.retain(|r| 100.0 * r.total_us / busy_us.max(f64::MIN_POSITIVE) >= opts.min_share_pct);
-    let below_bar = before - assembled.len();
+    assembled
+}
 
-    let notes = stage_notes(StageNoteFacts {
-        trace,
-        formal,
-        rows: &rows,
-        joined: &joined,
-        measured: &measured,
-        stream_labels: &stream_labels,
-        mapping_mode: inputs.mapping.is_some(),
-        scopes,
-        below_bar,
-        opts,
-    });
-    StageOverlap {
-        stage,
-        rows: assembled,
-        measured: OverlapStage {
-            stage: stage.label().to_string(),
-            busy_us,
-            overlapped_us: ns_to_us(measured.overlapped),
-            idle_us: ns_to_us(measured.idle),
-            same_stream_overlap_us: ns_to_us(measured.same_stream),
-            streams: measured.streams,
-            notes,
-        },
+/// The row limit first, then the share bar; returns how many rows the bar hid.
+fn cut(rows: &mut Vec<OverlapRow>, busy_us: f64, opts: &OverlapOptions) -> usize {
+    if opts.limit > 0 {
+        rows.truncate(opts.limit);
     }
+    let before = rows.len();
+    rows.retain(|r| 100.0 * r.total_us / busy_us.max(f64::MIN_POSITIVE) >= opts.min_share_pct);
+    before - rows.len()
 }
 
 /// A stream's identity within a pid: `args.stream` when present (stream 0 is a real
@@ -677,294 +713,6 @@ fn same_scope_family(a: &str, b: &str) -> bool {
     pa == pb || (!fa.is_empty() && fa == fb)
 }
 
-/// A kernel's Python scope from the mapping side.
-#[derive(Clone, Debug, PartialEq)]
-struct Scope {
-    location: String,
-    launch_op: Option<String>,
-}
-
-/// Kernel -> Python scope over one mapping stage (see the module docs for the join).
-#[derive(Debug, Default)]
-struct ScopeMap {
-    by_name: HashMap<String, Scope>,
-    by_base: HashMap<String, Scope>,
-    by_family_location: HashMap<(String, String), Scope>,
-    /// Family -> its one location; `None` when the family has several.
-    by_family: HashMap<String, Option<Scope>>,
-    /// Mapping ops replayed from graphs (they carry no per-kernel scope).
-    graph_replays: u64,
-    ops: u64,
-}
-
-#[derive(Default)]
-struct SiteTotals {
-    locations: HashMap<String, Ns>,
-    launch_ops: HashMap<String, u64>,
-}
-
-impl SiteTotals {
-    fn scope(&self) -> Option<Scope> {
-        let location = self
-            .locations
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?
-            .0
-            .clone();
-        let launch_op = self
-            .launch_ops
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .map(|(op, _)| op.clone());
-        Some(Scope {
-            location,
-            launch_op,
-        })
-    }
-}
-
-impl ScopeMap {
-    fn build(
-        traces: &[StagedTrace<'_>],
-        stage: &StageOps,
-        locator: &Locator,
-        families: &FamilyRules,
-    ) -> ScopeMap {
-        let staged = &traces[stage.trace];
-        let trace = staged.trace;
-        let mut by_name: HashMap<String, SiteTotals> = HashMap::new();
-        let mut canonical_of: HashMap<Sym, String> = HashMap::new();
-        let mut location_of: HashMap<u32, Option<String>> = HashMap::new();
-        let mut map = ScopeMap::default();
-        for &i in &stage.ops {
-            let op = &trace.gpu_ops[i as usize];
-            map.ops += 1;
-            let Some(site) = staged.linked.sites.get(i as usize) else {
-                continue;
-            };
-            if site.graph_replay {
-                map.graph_replays += 1;
-                continue;
-            }
-            let Some(stack) = site.stack else { continue };
-            let location = location_of.entry(stack).or_insert_with(|| {
-                let frames: Vec<&str> = staged
-                    .linked
-                    .stack(stack)
-                    .iter()
-                    .map(|&s| trace.name(s))
-                    .collect();
-                locator.location(&frames)
-            });
-            let Some(location) = location else { continue };
-            let canonical = canonical_of
-                .entry(op.name)
-                .or_insert_with(|| canonical_name(trace.name(op.name)));
-            let totals = by_name.entry(canonical.clone()).or_default();
-            *totals.locations.entry(location.clone()).or_default() += op.dur;
-            if let Some(cpu_op) = site.cpu_op {
-                *totals
-                    .launch_ops
-                    .entry(trace.name(cpu_op).to_string())
-                    .or_default() += 1;
-            }
-        }
-        let mut by_base: HashMap<String, SiteTotals> = HashMap::new();
-        let mut by_family_location: HashMap<(String, String), SiteTotals> = HashMap::new();
-        let mut family_locations: HashMap<String, SiteTotals> = HashMap::new();
-        for (name, totals) in &by_name {
-            let family = families.family_of(name).to_string();
-            let merge = |into: &mut SiteTotals| {
-                for (l, ns) in &totals.locations {
-                    *into.locations.entry(l.clone()).or_default() += ns;
-                }
-                for (o, n) in &totals.launch_ops {
-                    *into.launch_ops.entry(o.clone()).or_default() += n;
-                }
-            };
-            merge(by_base.entry(base_name(name)).or_default());
-            merge(family_locations.entry(family.clone()).or_default());
-            for (location, ns) in &totals.locations {
-                let entry = by_family_location
-                    .entry((family.clone(), location.clone()))
-                    .or_default();
-                *entry.locations.entry(location.clone()).or_default() += ns;
-                for (o, n) in &totals.launch_ops {
-                    *entry.launch_ops.entry(o.clone()).or_default() += n;
-                }
-            }
-        }
-        map.by_family = family_locations
-            .into_iter()
-            .map(|(family, totals)| {
-                let single = (totals.locations.len() == 1)
-                    .then(|| totals.scope())
-                    .flatten();
-                (family, single)
-            })
-            .collect();
-        map.by_name = scopes(by_name);
-        // A base name stands for several template instances (`at::native::*_kernel`
-        // covers every functor): only one with a single location is a safe join.
-        by_base.retain(|_, totals| totals.locations.len() == 1);
-        map.by_base = scopes(by_base);
-        map.by_family_location = scopes(by_family_location);
-        map
-    }
-
-    fn lookup(&self, row: &RowTotals) -> (Option<&Scope>, Join) {
-        if let Some(scope) = self.by_name.get(&row.name) {
-            return (Some(scope), Join::Name);
-        }
-        if let Some(scope) = self.by_base.get(&base_name(&row.name)) {
-            return (Some(scope), Join::BaseName);
-        }
-        let formal_location = row
-            .formal_sites
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .map(|(l, _)| l.clone());
-        if let Some(location) = formal_location {
-            if let Some(scope) = self.by_family_location.get(&(row.family.clone(), location)) {
-                return (Some(scope), Join::FamilyLocation);
-            }
-        }
-        if let Some(Some(scope)) = self.by_family.get(&row.family) {
-            return (Some(scope), Join::Family);
-        }
-        (None, Join::Unmapped)
-    }
-}
-
-/// Each key's dominant scope.
-fn scopes<K: std::hash::Hash + Eq>(totals: HashMap<K, SiteTotals>) -> HashMap<K, Scope> {
-    totals
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, v.scope()?)))
-        .collect()
-}
-
-/// The canonical name without template argument lists and without a leading `void `:
-/// `void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>` -> `flashinfer::norm::RMSNormKernel`.
-fn base_name(canonical: &str) -> String {
-    let mut out = String::with_capacity(canonical.len());
-    let mut depth = 0usize;
-    for c in canonical.chars() {
-        match c {
-            '<' => depth += 1,
-            '>' if depth > 0 => depth -= 1,
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    let out = out.trim();
-    out.strip_prefix("void ").unwrap_or(out).trim().to_string()
-}
-
-struct StageNoteFacts<'a> {
-    trace: &'a Trace,
-    formal: &'a StageOps,
-    rows: &'a [RowTotals],
-    joined: &'a [(Option<&'a Scope>, Join)],
-    measured: &'a Sweep,
-    stream_labels: &'a [String],
-    mapping_mode: bool,
-    scopes: Option<&'a ScopeMap>,
-    below_bar: usize,
-    opts: &'a OverlapOptions,
-}
-
-/// What the reader must know to trust the rows: one stream, same-stream overlap, the
-/// single-trace caveat, the scope join, rows below the bar, ops left out.
-fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
-    let mut notes = Vec::new();
-    let op_count = f.formal.ops.len();
-    if f.measured.streams <= 1 {
-        let stream = f.stream_labels.first().map_or("no stream", String::as_str);
-        notes.push(format!(
-            "one GPU stream ({stream}) ran all {op_count} GPU ops of this stage: nothing overlaps, so there are no overlap rows"
-        ));
-    }
-    if f.measured.same_stream > 0 {
-        let ops: u64 = f.rows.iter().map(|r| r.same_stream_ops).sum();
-        // The row with the most same-stream time; the first one on a tie.
-        let top = f
-            .rows
-            .iter()
-            .reduce(|best, r| {
-                if r.same_stream > best.same_stream {
-                    r
-                } else {
-                    best
-                }
-            })
-            .map(|r| r.name.as_str())
-            .unwrap_or("");
-        notes.push(format!(
-            "{ops} GPU ops ran while another op of their own stream was running ({:.1} us of same-stream overlap, most in {top}); they count as exclusive unless another stream was busy",
-            ns_to_us(f.measured.same_stream)
-        ));
-    }
-    if f.measured.streams >= 2 {
-        if f.mapping_mode {
-            match f.scopes {
-                None => notes.push(
-                    "no mapping trace covers this stage: Python scopes are unmapped and dependency risk reads only same-stream adjacency".to_string(),
-                ),
-                Some(map) => {
-                    let mut counts: BTreeMap<Join, usize> = BTreeMap::new();
-                    for (_, join) in f.joined {
-                        *counts.entry(*join).or_default() += 1;
-                    }
-                    let label = |j: Join| match j {
-                        Join::Name => "by canonical name",
-                        Join::BaseName => "by name without template arguments",
-                        Join::FamilyLocation => "by family and launch location",
-                        Join::Family => "by family (one location in the mapping trace)",
-                        Join::Unmapped => "unmapped",
-                    };
-                    let parts: Vec<String> = counts
-                        .iter()
-                        .map(|(j, n)| format!("{n} {}", label(*j)))
-                        .collect();
-                    notes.push(format!(
-                        "Python scope from the mapping trace for {} kernels: {}",
-                        f.rows.len(),
-                        parts.join(", ")
-                    ));
-                    if map.graph_replays > 0 {
-                        notes.push(format!(
-                            "the mapping trace replays CUDA graphs ({} of {} GPU ops): those carry no per-kernel scope; capture it with CUDA graphs off",
-                            map.graph_replays, map.ops
-                        ));
-                    }
-                }
-            }
-        } else {
-            let replays: u64 = f.rows.iter().map(|r| r.graph_replays).sum();
-            let graphs = if replays > 0 {
-                format!(
-                    "{replays} of {op_count} GPU ops replay CUDA graphs, so their Python scope is unmapped here; "
-                )
-            } else {
-                String::new()
-            };
-            notes.push(format!(
-                "single-trace mode: hidden and exclusive times are exact; {graphs}Python scopes under CUDA graphs and the dependency risk (producer/consumer chains) need mapping+formal mode (--mapping-input with graphs off, --formal-input)"
-            ));
-        }
-        if f.below_bar > 0 {
-            notes.push(format!(
-                "{} candidate rows below {:.1}% of busy time hidden",
-                f.below_bar, f.opts.min_share_pct
-            ));
-        }
-    }
-    let _ = f.trace;
-    notes.extend(f.formal.notes.iter().cloned());
-    notes
-}
-
 /// Sets each stage's overlap rows on the kernel-table stages (matched by label) and
 /// returns what the sweeps measured, in stage order.
 pub fn attach(
@@ -988,19 +736,6 @@ pub fn attach(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base_names_drop_template_arguments_and_void() {
-        assert_eq!(
-            base_name("void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>"),
-            "flashinfer::norm::RMSNormKernel"
-        );
-        assert_eq!(base_name("void a<b<c>, d>::run<1>"), "a::run");
-        assert_eq!(
-            base_name("Memcpy DtoD (Device -> Device)"),
-            "Memcpy DtoD (Device -> Device)"
-        );
-    }
 
     #[test]
     fn scope_families_compare_paths_or_functions() {

@@ -1,24 +1,21 @@
-//! Linking, stage split, locations and the kernel table over the real shared traces.
+//! The analyses end to end over the real shared traces: linking, stage split, locations
+//! and the kernel table.
+//!
 //! Expected numbers come from an independent Python recount of each file (exact ns from
 //! the decimal text; correlation -> runtime call -> frames containing the launch).
 
-use llm_triage_plugin_api::{rstrings, scan, Attribution, StageHint, WrapperFrame};
+use llm_triage_plugin_api::scan;
 
 use crate::analyze::kernels::{kernel_tables, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::catalog::load_families;
+use crate::plugins::{Attribution, WrapperFrame};
 use crate::report::model::StageReport;
+use crate::testutil::shared_trace_path;
 use crate::trace::event::Trace;
 use crate::trace::link::{link, LinkCounts, Linked};
 use crate::trace::read::read_trace;
-use crate::trace::stage::{split, stage_from_path, Stage, StageSignal, StageSplit};
-
-fn shared_trace(name: &str) -> Trace {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/traces")
-        .join(name);
-    read_trace(&path, &mut |_| {}).expect("shared trace reads")
-}
+use crate::trace::stage::{split, stage_from_path, Stage, StageHint, StageSignal, StageSplit};
 
 fn wrappers(list: &[(&str, &str)]) -> Attribution {
     Attribution {
@@ -36,7 +33,7 @@ fn wrappers(list: &[(&str, &str)]) -> Attribution {
 /// The vLLM plugin's attribution (plugins/vllm), restated.
 fn vllm_attribution() -> Attribution {
     Attribution {
-        source_roots: rstrings(["vllm/"]),
+        source_roots: vec!["vllm/".to_string()],
         ..wrappers(&[
             ("vllm/compilation/cuda_graph.py", ""),
             ("vllm/compilation/cuda_piecewise_backend.py", ""),
@@ -52,7 +49,9 @@ fn vllm_attribution() -> Attribution {
 /// The SGLang plugin's attribution (plugins/sglang), restated.
 fn sglang_attribution() -> Attribution {
     Attribution {
-        source_roots: rstrings(["python/sglang/", "sglang_omni/", "sglang/", "sgl_kernel/"]),
+        source_roots: ["python/sglang/", "sglang_omni/", "sglang/", "sgl_kernel/"]
+            .map(String::from)
+            .into(),
         ..wrappers(&[
             ("sglang/srt/model_executor/cuda_graph_runner", "replay"),
             ("sglang/srt/model_executor/runner/", "replay"),
@@ -70,7 +69,7 @@ fn annotation_hint(name: &str) -> StageHint {
     } else if name.starts_with("step[EXTEND") {
         StageHint::Extend
     } else {
-        scan::execute_annotation_stage(name)
+        scan::execute_annotation_stage(name).into()
     }
 }
 
@@ -81,7 +80,7 @@ struct Analysed {
 }
 
 fn analyse(name: &str, path_stage: Stage) -> Analysed {
-    let trace = shared_trace(name);
+    let trace = read_trace(&shared_trace_path(name), &mut |_| {}).expect("shared trace reads");
     let linked = link(&trace);
     let split = split(&trace, &linked, path_stage, &mut annotation_hint);
     Analysed {
