@@ -70,9 +70,10 @@ fn run(cli: Cli) -> Result<()> {
             print_stdout(&llm_triage::capture::capture_plan_text(args, &plugin_set)?)
         }
         Some(Command::Completions { shell }) => {
-            let mut cmd = Cli::command();
-            clap_complete::generate(shell, &mut cmd, "llm-triage", &mut std::io::stdout());
-            Ok(())
+            // Into a buffer first: clap_complete panics when its writer fails (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "llm-triage", &mut script);
+            print_stdout(&String::from_utf8_lossy(&script))
         }
         Some(Command::Bundle(ref args)) => run_bundle(args),
         Some(Command::Tool(ref args)) => {
@@ -144,8 +145,7 @@ fn run_catalog(command: &CatalogCommand, plugin_dirs: &[std::path::PathBuf]) -> 
             catalog::validation_summary(&families, &rows)
         }
     };
-    print!("{text}");
-    Ok(())
+    print_stdout(&text)
 }
 
 fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<()> {
