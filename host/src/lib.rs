@@ -18,6 +18,7 @@ pub mod error;
 pub mod exit;
 pub mod gate;
 pub mod manpage;
+pub mod output;
 pub mod plugins;
 pub mod report;
 pub mod run;

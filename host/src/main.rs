@@ -1,7 +1,6 @@
 //! `llm-triage`: parse the command line, run one command, map errors to exit codes.
 
-use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::io::IsTerminal;
 
 use clap::{CommandFactory, Parser};
 
@@ -10,6 +9,7 @@ use llm_triage::cli::{
 };
 use llm_triage::error::{Result, TriageError};
 use llm_triage::exit;
+use llm_triage::output::{print_stdout, write_text};
 use llm_triage::plugins;
 use llm_triage::report::{self, Format};
 use llm_triage::run::{triage, TriageRequest};
@@ -113,7 +113,7 @@ fn run_bundle(args: &llm_triage::cli::BundleArgs) -> Result<()> {
                     message: format!("cannot create directory: {e}"),
                 })?;
             }
-            write_atomically(path, text.as_bytes())
+            write_text(path, &text)
         }
         None => print_stdout(&text),
     }
@@ -186,7 +186,7 @@ fn run_triage(args: &TriageArgs, plugin_dirs: &[std::path::PathBuf]) -> Result<(
     };
     let text = report::render_with(&report, format, &options);
     match &args.output {
-        Some(path) => write_atomically(path, text.as_bytes()),
+        Some(path) => write_text(path, &text),
         None => print_stdout(&text),
     }
 }
@@ -207,58 +207,5 @@ fn run_plugins(command: &PluginsCommand, plugin_dirs: &[std::path::PathBuf]) -> 
 fn user_dir() -> Result<std::path::PathBuf> {
     plugins::user_plugin_dir().ok_or_else(|| {
         TriageError::Usage("no user plugin directory: set XDG_DATA_HOME or HOME".to_string())
-    })
-}
-
-/// Writes to stdout; a closed pipe (`| head`) is not an error.
-fn print_stdout(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    let result = out
-        .write_all(text.as_bytes())
-        .and_then(|_| {
-            if text.ends_with('\n') {
-                Ok(())
-            } else {
-                out.write_all(b"\n")
-            }
-        })
-        .and_then(|_| out.flush());
-    match result {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(TriageError::Output {
-            path: "<stdout>".into(),
-            message: e.to_string(),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`, so
-/// a reader never sees half a report.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let fail = |e: std::io::Error| TriageError::Output {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut data = bytes.to_vec();
-    if !data.ends_with(b"\n") {
-        data.push(b'\n');
-    }
-    // A write that fails part way (disk full) leaves no temporary file behind either.
-    std::fs::write(&tmp, &data).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
     })
 }
