@@ -15,6 +15,7 @@ use llm_triage_plugin_api::{ToolFile, ToolSpec};
 
 use crate::cli::ToolArgs;
 use crate::error::{Result, TriageError};
+use crate::output;
 use crate::plugins::{Engine, PluginSet};
 
 /// Runs the `tool` subcommand; returns the text to print.
@@ -168,7 +169,7 @@ fn run_tool(engine: &Engine, spec: &ToolSpec, files: &ToolFiles) -> Result<Strin
     }
     let mut report = String::new();
     for (path, text) in &outputs {
-        write_atomically(path, text)?;
+        write_output(path, text)?;
         let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
         report.push_str(&format!("wrote {}\n", shown.display()));
     }
@@ -289,28 +290,18 @@ fn py_compile(python: &Path, path: &Path, text: &str) -> std::result::Result<(),
     result
 }
 
-/// Writes through a temporary file beside `path` and renames it into place; parents
-/// are created.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let fail = |e: std::io::Error| TriageError::Output {
+/// Writes one tool output atomically ([`output::write_atomically`]); its parent
+/// directories are created first.
+fn write_output(path: &Path, text: &str) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| TriageError::Output {
         path: path.to_path_buf(),
         message: e.to_string(),
-    };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(fail)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })
+    })?;
+    output::write_atomically(path, text.as_bytes())
 }
 
 /// `llm-triage tool <plugin> <tool> --source FILE --output FILE`.

@@ -99,6 +99,32 @@ fn names_in(dir: &Path) -> Vec<String> {
 }
 
 #[test]
+fn a_tool_output_on_a_full_disk_leaves_no_temporary_file() {
+    // Where this machine lets the test mount a small tmpfs.
+    let Some(disk) = FullDisk::mount(64) else {
+        eprintln!("mount not permitted: full-disk case not run");
+        return;
+    };
+    let source = workspace_root().join("tests/tests/companion_data/py_executor_method.py");
+    let output = disk.path().join("py_executor.py");
+    let ran = run(&[
+        "tool",
+        "trtllm",
+        "py-executor-override",
+        "--source",
+        source.to_str().unwrap(),
+        "--output",
+        output.to_str().unwrap(),
+    ]);
+    assert_refused(
+        &ran,
+        3,
+        &[&format!("{}: No space left on device", output.display())],
+    );
+    assert_eq!(names_in(disk.path()), ["filler"], "no temporary file left");
+}
+
+#[test]
 fn a_bundle_on_a_full_disk_leaves_the_old_bundle_and_no_temporary_file() {
     let Some(disk) = FullDisk::mount(64) else {
         eprintln!("mount not permitted: full-disk case not run");
