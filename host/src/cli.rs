@@ -5,15 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-const EXIT_CODES_HELP: &str = "\
-Exit codes:
-  0  report printed
-  2  usage error
-  3  input unreadable or not a torch.profiler trace
-  4  framework refused (--framework auto found no engine claim, or a tie)
-  5  live capture failed
-  6  plugin error (load, ABI, panic)";
-
 /// Triage torch.profiler traces of LLM serving engines (SGLang, vLLM, TensorRT-LLM,
 /// TokenSpeed, and engines that plugins add): which kernels dominate prefill and
 /// decode, and which Python line launched them.
@@ -24,7 +15,7 @@ Exit codes:
     subcommand_precedence_over_arg = true,
     // The predecessor (argparse) took unambiguous prefixes: `--inp` for `--input`.
     infer_long_args = true,
-    after_help = EXIT_CODES_HELP
+    after_help = crate::exit::help_text()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -171,7 +162,7 @@ pub enum OutputFormat {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(after_help = EXIT_CODES_HELP)]
+#[command(after_help = crate::exit::help_text())]
 pub struct TriageArgs {
     /// A trace file (.json or .json.gz) or a profile directory (single-trace mode).
     #[arg(long, value_name = "PATH")]
