@@ -5,13 +5,11 @@
 //! it with `reqwest` on a small `tokio` runtime, waits until the new trace files are
 //! complete, and hands the run directory to the triage as if it were `--input`.
 //!
-//! * [`cli`]: the flags and their checks (usage errors, exit 2).
 //! * [`http`]: requests, probes and one-line failures (exit 5).
 //! * [`workload`]: prefill/decode/legacy load with exact token counts.
 //! * [`wait`]: new, complete trace files only.
 //! * [`run`]: one capture from one server.
 
-pub mod cli;
 pub mod http;
 pub mod interrupt;
 pub mod run;
@@ -23,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use llm_triage_plugin_api::{HttpMethod, Workload};
 
+use crate::cli::capture::{check_url, given, CapturePlanArgs, ProbeArgs};
 use crate::cli::{InputMode, TriageArgs};
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
-use cli::{given, CapturePlanArgs, ProbeArgs};
 use run::Target;
 
 /// The traces a triage reads, after any live capture.
@@ -282,7 +280,7 @@ pub fn capture_plan_text(
 /// `llm-triage probe`: sends requests one at a time and prints JSON statistics; fails
 /// (exit 5) when a request fails or returns empty text.
 pub fn probe(args: &ProbeArgs, plugins: &PluginSet) -> Result<(String, bool), TriageError> {
-    cli::check_url(&args.url).map_err(TriageError::Usage)?;
+    check_url(&args.url).map_err(TriageError::Usage)?;
     if args.requests == 0 || args.max_tokens == 0 {
         return Err(TriageError::Usage(
             "--requests and --max-tokens must be at least 1".to_string(),

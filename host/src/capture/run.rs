@@ -8,11 +8,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use llm_triage_plugin_api::{CapturePlan, CaptureRequest, EndpointEvidence, HttpCall, Workload};
 
-use super::cli::{CaptureArgs, ProfileWorkload};
 use super::http::{self, Answer};
 use super::interrupt;
 use super::wait;
 use super::workload::{self, Generator, Sent, ShapeFlags};
+use crate::cli::capture::{CaptureArgs, ProfileWorkload};
 use crate::error::TriageError;
 use crate::plugins::{Engine, PluginSet};
 

@@ -1,5 +1,7 @@
 //! The command line, defined once: clap derives parsing, `--help` and shell
-//! completions from these types.
+//! completions from these types (the live-capture flags are in [`capture`]).
+
+pub mod capture;
 
 use std::path::PathBuf;
 
@@ -45,10 +47,10 @@ pub enum Command {
     Catalog(CatalogCommand),
     /// Smoke-test a running server: latency statistics and sample answers (JSON);
     /// exit 5 when a request fails or returns empty text.
-    Probe(crate::capture::cli::ProbeArgs),
+    Probe(capture::ProbeArgs),
     /// Print an engine's live-capture protocol (environment, start/stop requests, trace
     /// names) without capturing, e.g. the per-stage TensorRT-LLM run.
-    CapturePlan(crate::capture::cli::CapturePlanArgs),
+    CapturePlan(capture::CapturePlanArgs),
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -235,7 +237,7 @@ pub struct TriageArgs {
     pub no_merge_profiles: bool,
 
     #[command(flatten)]
-    pub capture: crate::capture::cli::CaptureArgs,
+    pub capture: capture::CaptureArgs,
 }
 
 impl Cli {
