@@ -26,6 +26,13 @@ pub struct Cli {
     #[command(flatten)]
     pub triage: TriageArgs,
 
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+// The flags every subcommand takes.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
     /// Also look for engine plugins in DIR (repeatable; searched first).
     #[arg(long = "plugin-dir", value_name = "DIR", global = true)]
     pub plugin_dirs: Vec<PathBuf>,
@@ -52,10 +59,7 @@ pub enum Command {
     /// names) without capturing, e.g. the per-stage TensorRT-LLM run.
     CapturePlan(capture::CapturePlanArgs),
     /// Print a shell completion script.
-    Completions {
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
+    Completions(CompletionsArgs),
     /// Bundle saved triage reports (text, markdown or --format json) of many models and
     /// engines into one markdown document, grouped by model.
     #[command(infer_long_args = true)]
@@ -64,11 +68,20 @@ pub enum Command {
     /// --output F`; without a tool name, list the tools.
     Tool(ToolArgs),
     /// Print the man page (roff), or write one page per command into a directory.
-    Man {
-        /// Write llm-triage.1 and llm-triage-<command>.1 into DIR instead of printing.
-        #[arg(long, value_name = "DIR")]
-        output_dir: Option<PathBuf>,
-    },
+    Man(ManArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// Write llm-triage.1 and llm-triage-<command>.1 into DIR instead of printing.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -238,13 +251,6 @@ pub struct TriageArgs {
 
     #[command(flatten)]
     pub capture: capture::CaptureArgs,
-}
-
-impl Cli {
-    /// Parses `args`, accepting the predecessor's leading `triage` word.
-    pub fn parse_from_env() -> Self {
-        Cli::parse()
-    }
 }
 
 /// Which traces a triage reads.

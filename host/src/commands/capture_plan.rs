@@ -1,0 +1,12 @@
+//! `llm-triage capture-plan`: an engine's live-capture protocol, printed instead of run.
+
+use crate::cli::capture::CapturePlanArgs;
+use crate::cli::GlobalArgs;
+use crate::error::Result;
+use crate::output::print_stdout;
+use crate::run::load_plugins;
+
+pub fn exec(args: &CapturePlanArgs, global: &GlobalArgs) -> Result<()> {
+    let plugin_set = load_plugins(&global.plugin_dirs)?;
+    print_stdout(&crate::capture::capture_plan_text(args, &plugin_set)?)
+}
