@@ -5,6 +5,7 @@
 //! it with `reqwest` on a small `tokio` runtime, waits until the new trace files are
 //! complete, and hands the run directory to the triage as if it were `--input`.
 //!
+//! * [`options`]: what a capture is asked for, and its checks (usage errors, exit 2).
 //! * [`http`]: requests, probes and one-line failures (exit 5).
 //! * [`workload`]: prefill/decode/legacy load with exact token counts.
 //! * [`wait`]: new, complete trace files only.
@@ -14,21 +15,22 @@
 
 pub mod http;
 pub mod interrupt;
+pub mod options;
 pub mod plan;
 pub mod probe;
 pub mod run;
 pub mod wait;
 pub mod workload;
 
+pub use options::{Options, Sources, Workloads};
 pub use plan::capture_plan_text;
-pub use probe::probe;
+pub use probe::{probe, ProbeRequest};
 
 use std::path::PathBuf;
 
-use crate::cli::capture::given;
-use crate::cli::{InputMode, TriageArgs};
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
+use options::{given, InputMode};
 use run::Target;
 
 /// The traces a triage reads, after any live capture.
@@ -42,23 +44,23 @@ pub struct Inputs {
     pub notes: Vec<String>,
 }
 
-/// Resolves the flags to trace paths, capturing from every URL first (mapping, then
+/// Resolves the sources to trace paths, capturing from every URL first (mapping, then
 /// formal). Without any URL this is exactly `--input` / `--mapping-input` + `--formal-input`.
 pub fn resolve_inputs(
-    args: &TriageArgs,
+    sources: &Sources,
     plugins: impl Fn() -> Result<PluginSet, TriageError>,
 ) -> Result<Inputs, TriageError> {
-    let capture = &args.capture;
+    let capture = &sources.capture;
     capture.validate().map_err(TriageError::Usage)?;
     if !capture.any_url() {
-        let (input, mapping_input) = match args.input_mode().map_err(TriageError::Usage)? {
+        let (input, mapping_input) = match sources.input_mode().map_err(TriageError::Usage)? {
             InputMode::Single(input) => (input, None),
             InputMode::MappingFormal { mapping, formal } => (formal, Some(mapping)),
         };
         return Ok(Inputs {
             input,
             mapping_input,
-            framework: args.framework.clone(),
+            framework: sources.framework.clone(),
             notes: Vec::new(),
         });
     }
@@ -66,9 +68,9 @@ pub fn resolve_inputs(
     let single_url = given(&capture.url).map(str::to_string);
     let mapping_url = given(&capture.mapping_url).map(str::to_string);
     let formal_url = given(&capture.formal_url).map(str::to_string);
-    let input = path(&args.input);
-    let mapping_input = path(&args.mapping_input);
-    let formal_input = path(&args.formal_input);
+    let input = path(&sources.input);
+    let mapping_input = path(&sources.mapping_input);
+    let formal_input = path(&sources.formal_input);
     let plugin_set = plugins()?;
     if let Some(url) = single_url {
         if input.is_some() {
@@ -91,7 +93,7 @@ pub fn resolve_inputs(
             prefix: capture.profile_prefix.clone(),
             default_prefix: "triage-trace",
         };
-        let captured = run::capture(capture, &target, &args.framework, &plugin_set)?;
+        let captured = run::capture(capture, &target, &sources.framework, &plugin_set)?;
         return Ok(Inputs {
             input: captured.root,
             mapping_input: None,
@@ -116,7 +118,7 @@ pub fn resolve_inputs(
     let mapping = side("mapping", mapping_input, mapping_url)?;
     let formal = side("formal", formal_input, formal_url)?;
     let mut notes = Vec::new();
-    let mut framework = args.framework.clone();
+    let mut framework = sources.framework.clone();
     let mut resolve = |which: &str,
                        (input, url): (Option<PathBuf>, Option<String>)|
      -> Result<PathBuf, TriageError> {
@@ -148,7 +150,7 @@ pub fn resolve_inputs(
             prefix,
             default_prefix,
         };
-        let captured = run::capture(capture, &target, &args.framework, &plugin_set)?;
+        let captured = run::capture(capture, &target, &sources.framework, &plugin_set)?;
         notes.extend(captured.notes.into_iter().map(|n| format!("{which} {n}")));
         framework = captured.framework;
         Ok(captured.root)

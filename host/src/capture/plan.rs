@@ -6,24 +6,22 @@ use std::path::PathBuf;
 
 use llm_triage_plugin_api::Workload;
 
+use super::options::{given, Options};
 use super::run::{self, Target};
 use super::{http, workload};
-use crate::cli::capture::{given, CapturePlanArgs};
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
 
-/// `llm-triage capture-plan`: the engine's protocol for each workload, as it would run.
+/// `llm-triage capture-plan`: the protocol of the engine `framework` names, for each
+/// workload, as a capture with `capture` would run it.
 pub fn capture_plan_text(
-    args: &CapturePlanArgs,
+    framework: &str,
+    capture: &Options,
     plugins: &PluginSet,
 ) -> Result<String, TriageError> {
-    let capture = &args.capture;
     capture.validate_values().map_err(TriageError::Usage)?;
-    let engine = plugins.find(&args.framework).ok_or_else(|| {
-        TriageError::Usage(format!(
-            "--framework {}: no such engine plugin",
-            args.framework
-        ))
+    let engine = plugins.find(framework).ok_or_else(|| {
+        TriageError::Usage(format!("--framework {framework}: no such engine plugin"))
     })?;
     let url = given(&capture.url)
         .map(http::base)
@@ -58,7 +56,7 @@ pub fn capture_plan_text(
         "# {} live capture plan for {url}\n",
         engine.manifest.display_name
     );
-    for workload in run::workloads(capture.profile_workload) {
+    for workload in capture.workloads.in_order() {
         // Servers with their own trace dir are told nothing; others get the run's stage dir.
         let mut dir = out.clone();
         let mut plan =

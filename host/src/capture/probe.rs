@@ -5,33 +5,49 @@ use std::time::{Duration, Instant};
 
 use llm_triage_plugin_api::{HttpMethod, Workload};
 
+use super::options::check_url;
 use super::{http, run, workload};
-use crate::cli::capture::{check_url, ProbeArgs};
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
 
-/// `llm-triage probe`: sends requests one at a time and prints JSON statistics; fails
-/// (exit 5) when a request fails or returns empty text.
-pub fn probe(args: &ProbeArgs, plugins: &PluginSet) -> Result<(String, bool), TriageError> {
-    check_url(&args.url).map_err(TriageError::Usage)?;
-    if args.requests == 0 || args.max_tokens == 0 {
+/// What `probe` sends, and to which server.
+#[derive(Clone, Debug)]
+pub struct ProbeRequest {
+    pub url: String,
+    /// `auto` (detect from the server's answers), or a plugin name or alias.
+    pub framework: String,
+    /// TokenSpeed's control sidecar, for detection.
+    pub control_url: Option<String>,
+    pub requests: u32,
+    pub max_tokens: u32,
+    /// Seconds per request.
+    pub timeout: f64,
+    /// Prompts to cycle through; empty: the built-in ones.
+    pub prompts: Vec<String>,
+}
+
+/// `llm-triage probe`: sends requests one at a time; returns the JSON statistics and
+/// whether every request answered with text (the caller fails with exit 5 if not).
+pub fn probe(request: &ProbeRequest, plugins: &PluginSet) -> Result<(String, bool), TriageError> {
+    check_url(&request.url).map_err(TriageError::Usage)?;
+    if request.requests == 0 || request.max_tokens == 0 {
         return Err(TriageError::Usage(
             "--requests and --max-tokens must be at least 1".to_string(),
         ));
     }
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+    if !(request.timeout.is_finite() && request.timeout > 0.0) {
         return Err(TriageError::Usage(format!(
             "--timeout must be a positive number of seconds, got {}",
-            args.timeout
+            request.timeout
         )));
     }
     let rt = run::runtime()?;
     let client = http::client()?;
-    let url = http::base(&args.url);
+    let url = http::base(&request.url);
     let evidence = rt.block_on(http::gather_evidence(
         &client,
         &url,
-        args.control_url.as_deref(),
+        request.control_url.as_deref(),
     ));
     if evidence
         .probes
@@ -43,8 +59,8 @@ pub fn probe(args: &ProbeArgs, plugins: &PluginSet) -> Result<(String, bool), Tr
             "cannot reach {url} (every probe went unanswered)"
         )));
     }
-    let (engine, _) = run::choose_engine(plugins, &args.framework, &evidence)?;
-    let request = llm_triage_plugin_api::CaptureRequest {
+    let (engine, _) = run::choose_engine(plugins, &request.framework, &evidence)?;
+    let legacy = llm_triage_plugin_api::CaptureRequest {
         workload: Workload::Legacy,
         output_dir: "/".into(),
         num_steps: 1,
@@ -56,12 +72,12 @@ pub fn probe(args: &ProbeArgs, plugins: &PluginSet) -> Result<(String, bool), Tr
         start_step: None.into(),
         guard_step: None.into(),
     };
-    let mut plan = engine.capture_plan(&request, &evidence)?;
+    let mut plan = engine.capture_plan(&legacy, &evidence)?;
     // A smoke probe wants natural answers: stop at EOS like a user request would.
     plan.ignore_eos = false;
     plan.min_tokens = false;
     let model = run::model_id(&evidence);
-    let prompts: Vec<String> = if args.prompts.is_empty() {
+    let prompts: Vec<String> = if request.prompts.is_empty() {
         [
             "Introduce Shanghai in one short sentence.",
             "What is 2+2? Answer briefly.",
@@ -71,22 +87,23 @@ pub fn probe(args: &ProbeArgs, plugins: &PluginSet) -> Result<(String, bool), Tr
         .map(|s| s.to_string())
         .collect()
     } else {
-        args.prompts.clone()
+        request.prompts.clone()
     };
     let generator = workload::Generator {
         client: &client,
         base_url: &url,
         plan: &plan,
         model: model.clone(),
-        timeout: Duration::from_secs_f64(args.timeout),
+        timeout: Duration::from_secs_f64(request.timeout),
         tokenizer_failed: None,
     };
     let mut samples = Vec::new();
     let mut errors = Vec::new();
     let mut latencies = Vec::new();
-    for i in 0..args.requests {
+    for i in 0..request.requests {
         let prompt = &prompts[i as usize % prompts.len()];
-        let (path, body) = generator.body(&workload::Prompt::Text(prompt.clone()), args.max_tokens);
+        let (path, body) =
+            generator.body(&workload::Prompt::Text(prompt.clone()), request.max_tokens);
         let full = format!("{url}{path}");
         let started = Instant::now();
         let answer = rt.block_on(http::send(
@@ -134,7 +151,7 @@ pub fn probe(args: &ProbeArgs, plugins: &PluginSet) -> Result<(String, bool), Tr
         "framework": engine.name(),
         "url": url,
         "model": model,
-        "requests": args.requests,
+        "requests": request.requests,
         "success": samples.len(),
         "errors": errors.len(),
         "all_non_empty": all_non_empty,

@@ -3,6 +3,8 @@
 
 use std::io::IsTerminal;
 
+use super::capture_options::capture_options;
+use crate::capture::{self, Sources};
 use crate::cli::{GlobalArgs, OutputFormat, TriageArgs};
 use crate::error::{Result, TriageError};
 use crate::output::{print_stdout, write_text};
@@ -17,7 +19,14 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         )));
     }
     // Live capture (--url, --mapping-url, --formal-url) first; else the input paths.
-    let inputs = crate::capture::resolve_inputs(args, || load_plugins(&global.plugin_dirs))?;
+    let sources = Sources {
+        input: args.input.clone(),
+        mapping_input: args.mapping_input.clone(),
+        formal_input: args.formal_input.clone(),
+        framework: args.framework.clone(),
+        capture: capture_options(&args.capture),
+    };
+    let inputs = capture::resolve_inputs(&sources, || load_plugins(&global.plugin_dirs))?;
     let request = TriageRequest {
         input: inputs.input,
         mapping_input: inputs.mapping_input,
