@@ -13,14 +13,24 @@ use std::process::Command;
 use llm_triage_plugin_api::tools::check;
 use llm_triage_plugin_api::{ToolFile, ToolSpec};
 
-use crate::cli::ToolArgs;
 use crate::error::{Result, TriageError};
 use crate::output;
 use crate::plugins::{Engine, PluginSet};
 
+/// One `tool` command: which plugin and tool, and the tool's own arguments.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    /// The plugin's name or alias; `None`: list every plugin's tools.
+    pub plugin: Option<String>,
+    /// The tool; `None`: list the plugin's tools.
+    pub tool: Option<String>,
+    /// The tool's own arguments, e.g. `--source FILE --output FILE`.
+    pub args: Vec<String>,
+}
+
 /// Runs the `tool` subcommand; returns the text to print.
-pub fn run(args: &ToolArgs, plugins: &PluginSet) -> Result<String> {
-    let Some(plugin) = &args.plugin else {
+pub fn run(invocation: &Invocation, plugins: &PluginSet) -> Result<String> {
+    let Some(plugin) = &invocation.plugin else {
         return list(plugins.engines.iter());
     };
     let engine = plugins.find(plugin).ok_or_else(|| {
@@ -30,7 +40,7 @@ pub fn run(args: &ToolArgs, plugins: &PluginSet) -> Result<String> {
             known.join(", ")
         ))
     })?;
-    let Some(tool) = &args.tool else {
+    let Some(tool) = &invocation.tool else {
         return list(std::iter::once(engine));
     };
     let tools = engine.tools()?;
@@ -49,10 +59,10 @@ pub fn run(args: &ToolArgs, plugins: &PluginSet) -> Result<String> {
                 }
             ))
         })?;
-    if args.args.iter().any(|a| a == "-h" || a == "--help") {
+    if invocation.args.iter().any(|a| a == "-h" || a == "--help") {
         return Ok(format!("{}\n\n{}\n", spec.summary, usage(engine, spec)));
     }
-    let files = parse_files(engine, spec, &args.args)?;
+    let files = parse_files(engine, spec, &invocation.args)?;
     run_tool(engine, spec, &files)
 }
 

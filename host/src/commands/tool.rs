@@ -4,8 +4,14 @@ use crate::cli::{GlobalArgs, ToolArgs};
 use crate::error::Result;
 use crate::output::print_stdout;
 use crate::run::load_plugins;
+use crate::tools::{self, Invocation};
 
 pub fn exec(args: &ToolArgs, global: &GlobalArgs) -> Result<()> {
     let plugin_set = load_plugins(&global.plugin_dirs)?;
-    print_stdout(&crate::tools::run(args, &plugin_set)?)
+    let invocation = Invocation {
+        plugin: args.plugin.clone(),
+        tool: args.tool.clone(),
+        args: args.args.clone(),
+    };
+    print_stdout(&tools::run(&invocation, &plugin_set)?)
 }
