@@ -1,5 +1,5 @@
 //! Process exit codes, defined once: [`TABLE`] is the text of `--help`'s "Exit codes"
-//! section ([`help_text`]), and a test holds the README's table to it; tests of the
+//! section (`help_text`), and a test holds the README's table to it; tests of the
 //! binary assert the codes themselves.
 
 /// The report was printed (or the subcommand succeeded).
@@ -30,7 +30,7 @@ pub const TABLE: &[(i32, &str)] = &[
 
 /// The "Exit codes" section at the end of `--help`: one `  CODE  MEANING` line per row
 /// of [`TABLE`].
-pub fn help_text() -> String {
+pub(crate) fn help_text() -> String {
     let mut text = String::from("Exit codes:");
     for (code, meaning) in TABLE {
         text.push_str(&format!("\n  {code}  {meaning}"));

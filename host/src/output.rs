@@ -1,8 +1,8 @@
 //! Where results leave the process: stdout, and files written atomically.
 //!
-//! Every subcommand prints through [`print_stdout`], where a closed pipe (`| head`) is
+//! Every subcommand prints through `print_stdout`, where a closed pipe (`| head`) is
 //! success, not a panic or an error. Every file the host writes for the user (a report,
-//! a bundle, a tool's output, an installed plugin) goes through [`replace_atomically`]:
+//! a bundle, a tool's output, an installed plugin) goes through `replace_atomically`:
 //! a temporary file beside the target, then a rename, so a reader never sees half a
 //! file, and a failure at any step (disk full, target a directory) leaves the old file
 //! and no temporary file behind.
@@ -14,7 +14,7 @@ use crate::error::{Result, TriageError};
 
 /// Writes `text` to stdout, with a final newline when it has none. A closed pipe is not
 /// an error: the reader has what it wanted.
-pub fn print_stdout(text: &str) -> Result<()> {
+pub(crate) fn print_stdout(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let result = out
         .write_all(text.as_bytes())
@@ -36,7 +36,7 @@ pub fn print_stdout(text: &str) -> Result<()> {
 }
 
 /// Writes into `path` what [`print_stdout`] would print: `text` with a final newline.
-pub fn write_text(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
     let mut bytes = text.as_bytes().to_vec();
     if !bytes.ends_with(b"\n") {
         bytes.push(b'\n');
@@ -45,7 +45,7 @@ pub fn write_text(path: &Path, text: &str) -> Result<()> {
 }
 
 /// Writes exactly `bytes` into `path`, atomically (see [`replace_atomically`]).
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     replace_atomically(path, |tmp| std::fs::write(tmp, bytes)).map_err(|e| TriageError::Output {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -56,7 +56,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 /// directory, so the rename never crosses file systems), then renames it over `path`.
 /// When `fill` or the rename fails, the temporary file is removed and `path` is left as
 /// it was.
-pub fn replace_atomically(
+pub(crate) fn replace_atomically(
     path: &Path,
     fill: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> std::io::Result<()> {

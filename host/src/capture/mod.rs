@@ -11,7 +11,7 @@
 //! * [`wait`]: new, complete trace files only.
 //! * [`run`]: one capture from one server.
 //! * [`plan`]: `capture-plan`, the protocol printed instead of run.
-//! * [`probe`]: `probe`, a smoke test of a running server.
+//! * [`probe`](mod@probe): `probe`, a smoke test of a running server.
 
 pub mod http;
 pub mod interrupt;

@@ -4,7 +4,7 @@
 use crate::capture::{Options, Workloads};
 use crate::cli::capture::{CaptureArgs, ProfileWorkload};
 
-pub fn capture_options(args: &CaptureArgs) -> Options {
+pub(super) fn capture_options(args: &CaptureArgs) -> Options {
     Options {
         url: args.url.clone(),
         output_dir: args.output_dir.clone(),

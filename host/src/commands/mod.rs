@@ -3,7 +3,7 @@
 //! answer through [`crate::output`]. clap types go no further than here and `cli/`.
 
 pub mod bundle;
-pub mod capture_options;
+mod capture_options;
 pub mod capture_plan;
 pub mod catalog;
 pub mod completions;
