@@ -1,4 +1,6 @@
-//! Process exit codes. Documented in `--help` and the README; tests assert them.
+//! Process exit codes, defined once: [`TABLE`] is the text of `--help`'s "Exit codes"
+//! section (`help_text`), and a test holds the README's table to it; tests of the
+//! binary assert the codes themselves.
 
 /// The report was printed (or the subcommand succeeded).
 pub const OK: i32 = 0;
@@ -20,8 +22,62 @@ pub const TABLE: &[(i32, &str)] = &[
     (INPUT, "input unreadable or not a torch.profiler trace"),
     (
         FRAMEWORK_REFUSED,
-        "framework refused (no engine claim, or a tie)",
+        "framework refused (--framework auto found no engine claim, or a tie)",
     ),
     (CAPTURE, "live capture failed"),
     (PLUGIN, "plugin error (load, ABI, panic)"),
 ];
+
+/// The "Exit codes" section at the end of `--help`: one `  CODE  MEANING` line per row
+/// of [`TABLE`].
+pub(crate) fn help_text() -> String {
+    let mut text = String::from("Exit codes:");
+    for (code, meaning) in TABLE {
+        text.push_str(&format!("\n  {code}  {meaning}"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_code_in_order() {
+        assert_eq!(
+            help_text(),
+            "Exit codes:\n  0  report printed\n  2  usage error\n  \
+             3  input unreadable or not a torch.profiler trace\n  \
+             4  framework refused (--framework auto found no engine claim, or a tie)\n  \
+             5  live capture failed\n  6  plugin error (load, ABI, panic)"
+        );
+    }
+
+    /// The rows of the README's "Exit codes" table, as `(code, meaning)` with inline code
+    /// marks (`` ` ``) dropped, the way the table reads once rendered.
+    fn readme_rows(readme: &str) -> Vec<(i32, String)> {
+        let section = readme
+            .split("\n### Exit codes\n")
+            .nth(1)
+            .expect("README has an \"### Exit codes\" section");
+        section
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2) // the header and the alignment row
+            .map(|row| {
+                let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+                assert_eq!(cells.len(), 2, "two cells in {row:?}");
+                let code = cells[0].parse().expect("a numeric code");
+                (code, cells[1].replace('`', ""))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_table_says_what_the_table_says() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"));
+        let table: Vec<(i32, String)> = TABLE.iter().map(|(c, m)| (*c, m.to_string())).collect();
+        assert_eq!(readme_rows(readme), table);
+    }
+}

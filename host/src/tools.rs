@@ -13,13 +13,24 @@ use std::process::Command;
 use llm_triage_plugin_api::tools::check;
 use llm_triage_plugin_api::{ToolFile, ToolSpec};
 
-use crate::cli::ToolArgs;
 use crate::error::{Result, TriageError};
+use crate::output;
 use crate::plugins::{Engine, PluginSet};
 
+/// One `tool` command: which plugin and tool, and the tool's own arguments.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    /// The plugin's name or alias; `None`: list every plugin's tools.
+    pub plugin: Option<String>,
+    /// The tool; `None`: list the plugin's tools.
+    pub tool: Option<String>,
+    /// The tool's own arguments, e.g. `--source FILE --output FILE`.
+    pub args: Vec<String>,
+}
+
 /// Runs the `tool` subcommand; returns the text to print.
-pub fn run(args: &ToolArgs, plugins: &PluginSet) -> Result<String> {
-    let Some(plugin) = &args.plugin else {
+pub fn run(invocation: &Invocation, plugins: &PluginSet) -> Result<String> {
+    let Some(plugin) = &invocation.plugin else {
         return list(plugins.engines.iter());
     };
     let engine = plugins.find(plugin).ok_or_else(|| {
@@ -29,7 +40,7 @@ pub fn run(args: &ToolArgs, plugins: &PluginSet) -> Result<String> {
             known.join(", ")
         ))
     })?;
-    let Some(tool) = &args.tool else {
+    let Some(tool) = &invocation.tool else {
         return list(std::iter::once(engine));
     };
     let tools = engine.tools()?;
@@ -48,10 +59,10 @@ pub fn run(args: &ToolArgs, plugins: &PluginSet) -> Result<String> {
                 }
             ))
         })?;
-    if args.args.iter().any(|a| a == "-h" || a == "--help") {
+    if invocation.args.iter().any(|a| a == "-h" || a == "--help") {
         return Ok(format!("{}\n\n{}\n", spec.summary, usage(engine, spec)));
     }
-    let files = parse_files(engine, spec, &args.args)?;
+    let files = parse_files(engine, spec, &invocation.args)?;
     run_tool(engine, spec, &files)
 }
 
@@ -168,7 +179,7 @@ fn run_tool(engine: &Engine, spec: &ToolSpec, files: &ToolFiles) -> Result<Strin
     }
     let mut report = String::new();
     for (path, text) in &outputs {
-        write_atomically(path, text)?;
+        write_output(path, text)?;
         let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
         report.push_str(&format!("wrote {}\n", shown.display()));
     }
@@ -289,28 +300,18 @@ fn py_compile(python: &Path, path: &Path, text: &str) -> std::result::Result<(),
     result
 }
 
-/// Writes through a temporary file beside `path` and renames it into place; parents
-/// are created.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let fail = |e: std::io::Error| TriageError::Output {
+/// Writes one tool output atomically ([`output::write_atomically`]); its parent
+/// directories are created first.
+fn write_output(path: &Path, text: &str) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| TriageError::Output {
         path: path.to_path_buf(),
         message: e.to_string(),
-    };
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(fail)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })
+    })?;
+    output::write_atomically(path, text.as_bytes())
 }
 
 /// `llm-triage tool <plugin> <tool> --source FILE --output FILE`.

@@ -6,4 +6,3 @@ pub mod location;
 pub mod overlap;
 #[cfg(test)]
 mod tests;
-

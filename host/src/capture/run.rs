@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use llm_triage_plugin_api::{CapturePlan, CaptureRequest, EndpointEvidence, HttpCall, Workload};
 
-use super::cli::{CaptureArgs, ProfileWorkload};
 use super::http::{self, Answer};
 use super::interrupt;
+use super::options::Options;
 use super::wait;
 use super::workload::{self, Generator, Sent, ShapeFlags};
 use crate::error::TriageError;
@@ -76,16 +76,6 @@ pub fn choose_engine<'p>(
     }
 }
 
-/// The workloads `--profile-workload` asks for, in order.
-pub fn workloads(w: ProfileWorkload) -> Vec<Workload> {
-    match w {
-        ProfileWorkload::Both => vec![Workload::Prefill, Workload::Decode],
-        ProfileWorkload::Prefill => vec![Workload::Prefill],
-        ProfileWorkload::Decode => vec![Workload::Decode],
-        ProfileWorkload::Legacy => vec![Workload::Legacy],
-    }
-}
-
 pub fn runtime() -> Result<tokio::runtime::Runtime, TriageError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -95,7 +85,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, TriageError> {
 
 /// The capture request of one workload.
 pub fn request(
-    args: &CaptureArgs,
+    args: &Options,
     target: &Target,
     workload: Workload,
     output_dir: &Path,
@@ -111,14 +101,14 @@ pub fn request(
             .unwrap_or(target.default_prefix)
             .into(),
         prefix_explicit: target.prefix.is_some(),
-        profile_by_stage: args.profile_by_stage().into(),
+        profile_by_stage: args.profile_by_stage.into(),
         merge_profiles: args.merge_profiles,
         start_step: args.start_step.into(),
         guard_step: args.sglang_guard_step.into(),
     }
 }
 
-pub fn shape_flags(args: &CaptureArgs) -> ShapeFlags {
+pub fn shape_flags(args: &Options) -> ShapeFlags {
     ShapeFlags {
         warmup_steps: args.warmup_steps,
         num_steps: args.num_steps,
@@ -134,7 +124,7 @@ pub fn shape_flags(args: &CaptureArgs) -> ShapeFlags {
 
 /// Captures from `target` and returns the run directory to triage.
 pub fn capture(
-    args: &CaptureArgs,
+    args: &Options,
     target: &Target,
     framework: &str,
     plugins: &PluginSet,
@@ -169,7 +159,7 @@ pub fn capture(
     let mut notes = vec![format!("captured live from {url}; engine {decided_by}")];
     let model = model_id(&evidence);
 
-    let stages = workloads(args.profile_workload);
+    let stages = args.workloads.in_order();
     // The first plan says whether the server writes into a dir of its own choosing.
     let probe_plan =
         engine.capture_plan(&request(args, target, stages[0], Path::new("/")), &evidence)?;

@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use super::pattern::{appears_consecutively, parse_pattern, tokens, TokenMatcher};
 use super::{check_catalog_dir, one_line};
-use crate::trace::names::demangle;
 use crate::error::TriageError;
+use crate::trace::names::demangle;
 
 /// The family of a kernel no rule claims.
 pub const OTHER: &str = "other";

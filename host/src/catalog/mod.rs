@@ -9,7 +9,6 @@
 //!   embeds `torch.toml`, and [`load_fusions`] merges and validates them;
 //! * [`overlap`]: known overlap paths (`overlap.toml`);
 //! * [`pattern`]: the token and pattern language all three share;
-//! * [`text`]: the text of `catalog list/show/validate`.
 //!
 //! [`Catalog::load`] reads all three files, so a triage and `catalog validate` check the
 //! same things. `--catalog DIR` overrides file by file: `DIR/kernel-families.toml`,
@@ -24,7 +23,6 @@ pub mod families;
 pub mod fusions;
 pub mod overlap;
 pub mod pattern;
-pub mod text;
 
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
@@ -33,7 +31,6 @@ pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
-pub use text::{list_rows, show_row, validation_summary};
 
 /// Every catalog file of a run, parsed and validated.
 #[derive(Clone, Debug)]

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::load::{candidate_files, is_library, load_all, load_file, FILE_MARKER};
 use super::Engine;
 use crate::error::TriageError;
+use crate::output;
 
 /// `$XDG_DATA_HOME/llm-triage/plugins`, or `~/.local/share/llm-triage/plugins`. A relative
 /// `XDG_DATA_HOME` is ignored, as the XDG spec says.
@@ -165,23 +166,11 @@ fn compare_versions(new: &str, old: &str) -> Option<std::cmp::Ordering> {
     Some(new.cmp(&old))
 }
 
-/// Copies through a temporary file in the target's directory and renames it into place,
-/// so a running host never sees a half-written plugin.
+/// Copies through a temporary file in the target's directory and renames it into place
+/// ([`output::replace_atomically`]), so a running host never sees a half-written plugin.
 fn copy_atomically(from: &Path, to: &Path) -> Result<(), TriageError> {
-    let dir = to.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.partial-{}",
-        to.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    std::fs::copy(from, &tmp)
-        .and_then(|_| std::fs::rename(&tmp, to))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            TriageError::input(to, format!("cannot install plugin: {e}"))
-        })
+    output::replace_atomically(to, |tmp| std::fs::copy(from, tmp).map(drop))
+        .map_err(|e| TriageError::input(to, format!("cannot install plugin: {e}")))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod bad_input;
 mod capture;
 mod catalog_validate;
 mod cli;
+mod cli_output;
 mod companion;
 mod engine_fixtures;
 mod faults;

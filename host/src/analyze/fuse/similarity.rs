@@ -27,9 +27,9 @@ use std::collections::HashSet;
 use super::facts::GateState;
 use super::haystack::{rule_hits, Haystack, RuleHits};
 use super::FuseInput;
-use crate::trace::names::{short_name, SHORT_ARGS_MAX};
 use crate::catalog::FusionRule;
 use crate::report::model::{FusionRow, KernelRow, SimilarityNote};
+use crate::trace::names::{short_name, SHORT_ARGS_MAX};
 
 /// CPU ops that say nothing about the launch context (every replayed kernel has them).
 const CONTEXT_FREE_OPS: &[&str] = &["cudaGraphLaunch", "hipGraphLaunch"];

@@ -17,9 +17,9 @@
 use std::collections::HashMap;
 
 use super::{RowTotals, StageOps};
-use crate::catalog::FamilyRules;
 use crate::analyze::kernels::StagedTrace;
 use crate::analyze::location::Locator;
+use crate::catalog::FamilyRules;
 use crate::trace::event::{Ns, Sym};
 use crate::trace::names::canonical_name;
 

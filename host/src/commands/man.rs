@@ -1,4 +1,4 @@
-//! `llm-triage man`: man pages rendered from the clap definition in `cli.rs`, so they
+//! `llm-triage man`: man pages rendered from the clap definition in `cli/`, so they
 //! never drift from `--help`. `man` prints `llm-triage(1)`; `man --output-dir DIR` writes
 //! it and one page per subcommand (`llm-triage-bundle.1`, `llm-triage-plugins-list.1`,
 //! ...), ready for `MANPATH` or a package's `share/man/man1`.
@@ -7,8 +7,16 @@ use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, GlobalArgs, ManArgs};
 use crate::error::{Result, TriageError};
+use crate::output::print_stdout;
+
+pub fn exec(args: &ManArgs, _global: &GlobalArgs) -> Result<()> {
+    match &args.output_dir {
+        Some(dir) => print_stdout(&write_pages(dir)?),
+        None => print_stdout(&page()?),
+    }
+}
 
 /// The top-level page as roff.
 pub fn page() -> Result<String> {

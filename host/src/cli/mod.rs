@@ -1,18 +1,11 @@
 //! The command line, defined once: clap derives parsing, `--help` and shell
-//! completions from these types.
+//! completions from these types (the live-capture flags are in [`capture`]).
+
+pub mod capture;
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-
-const EXIT_CODES_HELP: &str = "\
-Exit codes:
-  0  report printed
-  2  usage error
-  3  input unreadable or not a torch.profiler trace
-  4  framework refused (--framework auto found no engine claim, or a tie)
-  5  live capture failed
-  6  plugin error (load, ABI, panic)";
 
 /// Triage torch.profiler traces of LLM serving engines (SGLang, vLLM, TensorRT-LLM,
 /// TokenSpeed, and engines that plugins add): which kernels dominate prefill and
@@ -24,7 +17,7 @@ Exit codes:
     subcommand_precedence_over_arg = true,
     // The predecessor (argparse) took unambiguous prefixes: `--inp` for `--input`.
     infer_long_args = true,
-    after_help = EXIT_CODES_HELP
+    after_help = crate::exit::help_text()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,6 +26,13 @@ pub struct Cli {
     #[command(flatten)]
     pub triage: TriageArgs,
 
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+// The flags every subcommand takes.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
     /// Also look for engine plugins in DIR (repeatable; searched first).
     #[arg(long = "plugin-dir", value_name = "DIR", global = true)]
     pub plugin_dirs: Vec<PathBuf>,
@@ -54,15 +54,12 @@ pub enum Command {
     Catalog(CatalogCommand),
     /// Smoke-test a running server: latency statistics and sample answers (JSON);
     /// exit 5 when a request fails or returns empty text.
-    Probe(crate::capture::cli::ProbeArgs),
+    Probe(capture::ProbeArgs),
     /// Print an engine's live-capture protocol (environment, start/stop requests, trace
     /// names) without capturing, e.g. the per-stage TensorRT-LLM run.
-    CapturePlan(crate::capture::cli::CapturePlanArgs),
+    CapturePlan(capture::CapturePlanArgs),
     /// Print a shell completion script.
-    Completions {
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
+    Completions(CompletionsArgs),
     /// Bundle saved triage reports (text, markdown or --format json) of many models and
     /// engines into one markdown document, grouped by model.
     #[command(infer_long_args = true)]
@@ -71,11 +68,20 @@ pub enum Command {
     /// --output F`; without a tool name, list the tools.
     Tool(ToolArgs),
     /// Print the man page (roff), or write one page per command into a directory.
-    Man {
-        /// Write llm-triage.1 and llm-triage-<command>.1 into DIR instead of printing.
-        #[arg(long, value_name = "DIR")]
-        output_dir: Option<PathBuf>,
-    },
+    Man(ManArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// Write llm-triage.1 and llm-triage-<command>.1 into DIR instead of printing.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -171,7 +177,7 @@ pub enum OutputFormat {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(after_help = EXIT_CODES_HELP)]
+#[command(after_help = crate::exit::help_text())]
 pub struct TriageArgs {
     /// A trace file (.json or .json.gz) or a profile directory (single-trace mode).
     #[arg(long, value_name = "PATH")]
@@ -244,52 +250,5 @@ pub struct TriageArgs {
     pub no_merge_profiles: bool,
 
     #[command(flatten)]
-    pub capture: crate::capture::cli::CaptureArgs,
-}
-
-impl Cli {
-    /// Parses `args`, accepting the predecessor's leading `triage` word.
-    pub fn parse_from_env() -> Self {
-        Cli::parse()
-    }
-}
-
-/// Which traces a triage reads.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum InputMode {
-    /// `--input`: one trace (or directory) for every table.
-    Single(PathBuf),
-    /// `--mapping-input` + `--formal-input`.
-    MappingFormal { mapping: PathBuf, formal: PathBuf },
-}
-
-impl TriageArgs {
-    /// The input mode the flags ask for, or the usage error that says what to pass.
-    /// An empty path counts as not given.
-    pub fn input_mode(&self) -> Result<InputMode, String> {
-        let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
-        let input = given(&self.input);
-        let mapping = given(&self.mapping_input);
-        let formal = given(&self.formal_input);
-        match (input, mapping, formal) {
-            (Some(input), None, None) => Ok(InputMode::Single(input)),
-            (None, Some(mapping), Some(formal)) => Ok(InputMode::MappingFormal { mapping, formal }),
-            (Some(_), _, _) => Err(
-                "--input (single-trace mode) cannot be combined with --mapping-input/--formal-input (mapping+formal mode); pass one mode"
-                    .to_string(),
-            ),
-            (None, Some(_), None) => Err(
-                "mapping+formal mode needs --formal-input PATH too (the production-config trace the times come from)"
-                    .to_string(),
-            ),
-            (None, None, Some(_)) => Err(
-                "mapping+formal mode needs --mapping-input PATH too (a trace captured with CUDA graphs off, for Python scopes)"
-                    .to_string(),
-            ),
-            (None, None, None) => Err(
-                "nothing to triage: pass --input PATH (a trace file or profile directory), or --mapping-input PATH with --formal-input PATH; see --help"
-                    .to_string(),
-            ),
-        }
-    }
+    pub capture: capture::CaptureArgs,
 }

@@ -1,13 +1,42 @@
-//! The text of `catalog list`, `catalog show` and `catalog validate`: what a catalog
-//! author reads about the loaded rows. One file, so the catalog subcommand's output can
-//! move to the CLI layer as a whole; the loaders never format for a terminal.
+//! `llm-triage catalog list|show|validate`: the merged fusion catalog of the loaded
+//! plugins and the host (`--catalog DIR` overrides), and the text a catalog author reads
+//! about it. The loaders in `catalog` never format for a terminal.
 
-use super::{Catalog, Evidence, FusionCatalog};
-use crate::error::TriageError;
+use crate::catalog::{self, Catalog, Evidence, FusionCatalog};
+use crate::cli::{CatalogCommand, CatalogFormat, GlobalArgs};
+use crate::error::{Result, TriageError};
+use crate::output::print_stdout;
+use crate::run::load_plugins;
+
+pub fn exec(command: &CatalogCommand, global: &GlobalArgs) -> Result<()> {
+    let plugin_set = load_plugins(&global.plugin_dirs)?;
+    let text = match command {
+        CatalogCommand::List {
+            format,
+            catalog: dir,
+        } => {
+            let rows = catalog::load_fusions(dir.as_deref(), &plugin_set)?;
+            list_rows(&rows, *format == CatalogFormat::Json)
+        }
+        CatalogCommand::Show {
+            id,
+            format,
+            catalog: dir,
+        } => {
+            let rows = catalog::load_fusions(dir.as_deref(), &plugin_set)?;
+            show_row(&rows, id, *format == CatalogFormat::Json)?
+        }
+        CatalogCommand::Validate { catalog: dir } => {
+            // The same loader a triage uses: a catalog validate passes cannot fail a triage.
+            validation_summary(&Catalog::load(dir.as_deref(), &plugin_set)?)
+        }
+    };
+    print_stdout(&text)
+}
 
 /// `catalog list`: one line per row (`id  origin  status  label`), or with `json` an
 /// array of rows (every field, patterns as written).
-pub fn list_rows(catalog: &FusionCatalog, json: bool) -> String {
+fn list_rows(catalog: &FusionCatalog, json: bool) -> String {
     if json {
         let mut text =
             serde_json::to_string_pretty(&catalog.rules).unwrap_or_else(|_| "[]".to_string());
@@ -30,7 +59,7 @@ pub fn list_rows(catalog: &FusionCatalog, json: bool) -> String {
 }
 
 /// `catalog show ID`: every field of one row, or the row as JSON.
-pub fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String, TriageError> {
+fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String, TriageError> {
     let rule = catalog.find(id).ok_or_else(|| {
         TriageError::Usage(format!(
             "no fusion row {id:?}; `llm-triage catalog list` shows the ids"
@@ -114,7 +143,7 @@ pub fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String,
 
 /// `catalog validate`: the one-line verdict once every file loaded (the overlap paths
 /// are checked, not counted, so the line reads as it always has).
-pub fn validation_summary(catalog: &Catalog) -> String {
+fn validation_summary(catalog: &Catalog) -> String {
     format!(
         "catalog OK: {} kernel-family rules; {}; sources: {}\n",
         catalog.families.rules.len(),

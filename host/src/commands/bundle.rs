@@ -1,0 +1,30 @@
+//! `llm-triage bundle`: saved reports into one markdown document, to stdout or
+//! `--output` (its parent directories created).
+
+use crate::bundle::{self, BundleRequest};
+use crate::cli::{BundleArgs, GlobalArgs};
+use crate::error::{Result, TriageError};
+use crate::output::{print_stdout, write_text};
+
+pub fn exec(args: &BundleArgs, _global: &GlobalArgs) -> Result<()> {
+    let request = BundleRequest {
+        analysis_root: args.analysis_root.clone(),
+        analysis_files: args.analysis_file.clone(),
+        title: args.title.clone(),
+        include_toc: !args.no_toc,
+        generated_at: crate::dates::now_secs(),
+    };
+    let text = bundle::bundle(&request)?;
+    match &args.output {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| TriageError::Output {
+                    path: dir.to_path_buf(),
+                    message: format!("cannot create directory: {e}"),
+                })?;
+            }
+            write_text(path, &text)
+        }
+        None => print_stdout(&text),
+    }
+}

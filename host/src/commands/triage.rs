@@ -1,0 +1,70 @@
+//! `llm-triage [triage]`: the report of one trace, one profile directory, a mapping and
+//! a formal trace, or traces captured live first; to stdout or `--output`.
+
+use std::io::IsTerminal;
+
+use super::capture_options::capture_options;
+use crate::capture::{self, Sources};
+use crate::cli::{GlobalArgs, OutputFormat, TriageArgs};
+use crate::error::{Result, TriageError};
+use crate::output::{print_stdout, write_text};
+use crate::report::{self, Format};
+use crate::run::{load_plugins, triage, TriageRequest};
+
+pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
+    if !(args.min_share.is_finite() && (0.0..=100.0).contains(&args.min_share)) {
+        return Err(TriageError::Usage(format!(
+            "--min-share must be a percentage between 0 and 100, got {}",
+            args.min_share
+        )));
+    }
+    // Live capture (--url, --mapping-url, --formal-url) first; else the input paths.
+    let sources = Sources {
+        input: args.input.clone(),
+        mapping_input: args.mapping_input.clone(),
+        formal_input: args.formal_input.clone(),
+        framework: args.framework.clone(),
+        capture: capture_options(&args.capture),
+    };
+    let inputs = capture::resolve_inputs(&sources, || load_plugins(&global.plugin_dirs))?;
+    let request = TriageRequest {
+        input: inputs.input,
+        mapping_input: inputs.mapping_input,
+        framework: inputs.framework,
+        rank: args.rank,
+        min_share_pct: args.min_share,
+        kernel_table_limit: args.kernel_table_limit,
+        overlap_table_limit: args.overlap_table_limit,
+        catalog: args.catalog.clone(),
+        plugin_dirs: global.plugin_dirs.clone(),
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+        run_logs: args.run_log.clone(),
+        pid_substring: args.pid_substring.clone().filter(|p| !p.is_empty()),
+    };
+    let mut report = triage(&request)?;
+    report.notes.extend(inputs.notes);
+    let format = match args.format {
+        OutputFormat::Markdown => Format::Markdown,
+        OutputFormat::Text => Format::Text,
+        OutputFormat::Json => Format::Json,
+    };
+    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let options = report::RenderOptions {
+        color: report::color_wanted(to_terminal),
+        min_share_pct: args.min_share,
+    };
+    let text = report::render_with(&report, format, &options);
+    match &args.output {
+        Some(path) => write_text(path, &text),
+        None => print_stdout(&text),
+    }
+}
+
+/// Whether any triage flag that names a trace or a report file was given; before
+/// another subcommand such flags would be silently ignored.
+pub fn flags_given(args: &TriageArgs) -> bool {
+    args.input.is_some()
+        || args.mapping_input.is_some()
+        || args.formal_input.is_some()
+        || args.output.is_some()
+}
