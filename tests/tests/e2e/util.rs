@@ -61,6 +61,41 @@ pub fn shared_trace(name: &str) -> PathBuf {
     p
 }
 
+/// The traces of [`shared_traces_dir`] and the `--framework auto` verdict SOURCES.md's
+/// "Expected framework verdicts" table gives each (`vllm`, `sglang (stage: decode)`,
+/// `refuse: …`), sorted by file name. Asserts the directory holds exactly the traces the
+/// table lists, so a trace added to shared/ without a verdict fails here, by name.
+pub(crate) fn shared_trace_verdicts() -> Vec<(PathBuf, String)> {
+    let dir = shared_traces_dir();
+    let sources = std::fs::read_to_string(dir.join("SOURCES.md")).unwrap();
+    let table = sources
+        .split("Expected framework verdicts")
+        .nth(1)
+        .expect("SOURCES.md has an expected-verdicts table");
+    let mut listed: Vec<(PathBuf, String)> = table
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let file = cells.get(1)?;
+            (file.contains(".json")).then(|| (dir.join(file), cells.get(2)?.to_string()))
+        })
+        .collect();
+    listed.sort();
+    let mut present: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".json"))
+        .collect();
+    present.sort();
+    let listed_paths: Vec<&PathBuf> = listed.iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        present.iter().collect::<Vec<_>>(),
+        listed_paths,
+        "the traces in shared/traces and SOURCES.md's verdict table"
+    );
+    listed
+}
+
 /// The `XDG_DATA_HOME` of every run that should see no user plugin dir. Nothing creates
 /// it: the tests that install plugins give their run a temporary `XDG_DATA_HOME` of its own.
 pub(crate) fn empty_xdg_data_home() -> PathBuf {
