@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use super::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text};
+use super::raw::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text};
 
 /// What the scanner made of the text at the start of an event.
 // Returned by value once per event; boxing the event would allocate per event.
