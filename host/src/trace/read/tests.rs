@@ -2,6 +2,7 @@
 //! the malformed and bad-time counts, every failure's one-line message, and the fast and
 //! reference parsers held to identical traces at every refill size (down to one byte).
 
+use super::time::decimal_micros_to_ns;
 use super::*;
 use crate::trace::event::Schema;
 use std::io::Write;
