@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
-use super::decode_utf8;
+use super::stream::decode_utf8;
 use crate::error::TriageError;
 
 /// An opened trace file.
