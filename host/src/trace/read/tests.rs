@@ -2,9 +2,10 @@
 //! the malformed and bad-time counts, every failure's one-line message, and the fast and
 //! reference parsers held to identical traces at every refill size (down to one byte).
 
+use super::build::MAX_NAME_BYTES;
 use super::time::decimal_micros_to_ns;
 use super::*;
-use crate::trace::event::Schema;
+use crate::trace::event::{GpuKind, Schema};
 use std::io::Write;
 use std::path::PathBuf;
 
