@@ -32,15 +32,13 @@
 //! `NaN`, negative) is dropped and counted in `skipped.bad_time`, whatever its class
 //! (the predecessor read a missing CPU-side `ts` as 0, which misplaces frames); a GPU op
 //! with `dur == 0` is counted in `skipped.zero_duration`.
-
-use std::path::Path;
-use std::sync::atomic::Ordering;
-
-use crate::error::TriageError;
-use build::TraceBuilder;
-use document::read_document;
-use source::open_source;
-use stream::{ByteStream, CHUNK};
+//!
+//! The files, in the order a read goes through them: `source.rs` opens the file (and
+//! inflates gzip on its own thread); `stream.rs` holds the rolling text buffer and the
+//! failures; `document.rs` walks the document and tries the tiers on each event;
+//! `scan.rs` (tier 1) and `raw.rs` (the event type serde fills, tier 2) read one event;
+//! `time.rs` turns number text into exact values; `build.rs` turns events into the
+//! [`Trace`]. This file holds the entry points.
 
 mod build;
 mod document;
@@ -49,7 +47,16 @@ mod scan;
 mod source;
 mod stream;
 mod time;
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use crate::error::TriageError;
 use crate::trace::event::Trace;
+use build::TraceBuilder;
+use document::read_document;
+use source::open_source;
+use stream::{ByteStream, CHUNK};
 
 /// Reads one trace file (`.json` or gzip-compressed, detected by its magic bytes).
 ///
