@@ -22,7 +22,9 @@ use crate::trace::event::{
 /// event is counted as malformed instead of costing every later step its length.
 pub(super) const MAX_NAME_BYTES: usize = 64 << 10;
 
-pub(super) struct TraceBuilder {
+/// Where the document walk hands each event (or element it could not read): the
+/// [`Trace`] being built and the counts of what was dropped.
+pub(super) struct TraceSink {
     pub(super) trace: Trace,
     pub(super) parser: EventParser,
     /// The last integer pids/tids interned: consecutive events mostly share them, and
@@ -100,9 +102,9 @@ fn looks_like_python_scope(name: &str) -> bool {
     lower.contains(".py(") || lower.starts_with("python/") || lower.starts_with("nn.module:")
 }
 
-impl TraceBuilder {
+impl TraceSink {
     pub(super) fn new(path: &Path, parser: EventParser) -> Self {
-        TraceBuilder {
+        TraceSink {
             trace: Trace {
                 path: path.to_path_buf(),
                 ..Trace::default()

@@ -4,7 +4,7 @@
 //! whose span the sink classifies or reports. Values of other top-level keys are
 //! skipped as they stream past, so a huge one never sits in memory.
 
-use super::build::TraceBuilder;
+use super::build::TraceSink;
 use super::raw::RawEvent;
 use super::scan::{self, Scan};
 use super::stream::{json_fail, ByteStream, Fail, CHUNK};
@@ -14,10 +14,7 @@ use super::EventParser;
 /// `parse_event_in_place`).
 const IN_PLACE_LIMIT: usize = 4 * CHUNK;
 
-pub(super) fn read_document(
-    stream: &mut ByteStream,
-    builder: &mut TraceBuilder,
-) -> Result<(), Fail> {
+pub(super) fn read_document(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<(), Fail> {
     if stream.peek_token()?.is_none() {
         return Err(Fail::NotTrace("the file is empty".into()));
     }
@@ -27,10 +24,10 @@ pub(super) fn read_document(
     }
     match stream.peek_token()? {
         None => Err(Fail::NotTrace("the file is empty".into())),
-        Some(b'{') => read_object(stream, builder),
+        Some(b'{') => read_object(stream, sink),
         Some(b'[') => {
-            builder.trace.meta.bare_list = true;
-            read_events(stream, builder)?;
+            sink.trace.meta.bare_list = true;
+            read_events(stream, sink)?;
             expect_end(stream)
         }
         Some(b) => {
@@ -54,7 +51,7 @@ pub(super) fn read_document(
 }
 
 /// `{"traceEvents": [...], "deviceProperties": [...], ...}` with keys in any order.
-fn read_object(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<(), Fail> {
+fn read_object(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<(), Fail> {
     const CONTEXT: &str = "inside the top-level object";
     stream.expect(b'{', CONTEXT)?;
     let mut saw_events = false;
@@ -73,21 +70,21 @@ fn read_object(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<()
                         }
                         None => return Err(Fail::Truncated { context: CONTEXT }),
                     }
-                    read_events(stream, builder)?;
+                    read_events(stream, sink)?;
                     saw_events = true;
                 }
                 "deviceProperties" | "distributedInfo" | "with_stack" => {
                     let start = stream.offset();
                     let len = stream.value_span(true, CONTEXT)?;
                     let span = &stream.unread()[..len];
-                    builder.read_meta_value(&key, span, start)?;
+                    sink.read_meta_value(&key, span, start)?;
                     stream.pos += len;
                 }
                 _ => {
                     stream.value_span(false, CONTEXT)?;
                 }
             }
-            builder.trace.meta.keys.push(key);
+            sink.trace.meta.keys.push(key);
             match stream.peek_token()? {
                 Some(b',') => stream.pos += 1,
                 Some(b'}') => {
@@ -145,7 +142,7 @@ fn expect_end(stream: &mut ByteStream) -> Result<(), Fail> {
 }
 
 /// The events array, from its `[` to its `]`; each element is parsed on its own.
-fn read_events(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<(), Fail> {
+fn read_events(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<(), Fail> {
     const CONTEXT: &str = "inside the traceEvents array";
     stream.expect(b'[', CONTEXT)?;
     if stream.peek_token()? == Some(b']') {
@@ -153,13 +150,13 @@ fn read_events(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<()
         return Ok(());
     }
     loop {
-        let parsed = (builder.parser == EventParser::Fast && scan_event_in_place(stream, builder)?)
-            || parse_event_in_place(stream, builder)?;
+        let parsed = (sink.parser == EventParser::Fast && scan_event_in_place(stream, sink)?)
+            || parse_event_in_place(stream, sink)?;
         if !parsed {
             let start = stream.offset();
             let len = stream.value_span(true, CONTEXT)?;
             let span = &stream.unread()[..len];
-            builder.add_element(span, start)?;
+            sink.add_element(span, start)?;
             stream.pos += len;
         }
         match stream.peek_token()? {
@@ -182,7 +179,7 @@ fn read_events(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<()
 /// The fastest path, for the common event shape (see `scan.rs`): the hand-written
 /// scanner reads it from the buffer. Returns false, consuming nothing, for anything it
 /// declines; serde then reads the element.
-fn scan_event_in_place(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<bool, Fail> {
+fn scan_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<bool, Fail> {
     loop {
         if stream.peek_token()? != Some(b'{') {
             return Ok(false);
@@ -192,8 +189,8 @@ fn scan_event_in_place(stream: &mut ByteStream, builder: &mut TraceBuilder) -> R
         };
         match scan::scan_event(text) {
             Scan::Event(event, len) => {
-                builder.trace.event_count += 1;
-                builder.add_event(event);
+                sink.trace.event_count += 1;
+                sink.add_event(event);
                 stream.pos += len;
                 return Ok(true);
             }
@@ -214,7 +211,7 @@ fn scan_event_in_place(stream: &mut ByteStream, builder: &mut TraceBuilder) -> R
 /// object cut by the buffer's end is retried after a refill. Returns false, consuming
 /// nothing, for anything else (not an object, invalid, `NaN`s, end of input): the
 /// scanner path then finds its span and classifies it.
-fn parse_event_in_place(stream: &mut ByteStream, builder: &mut TraceBuilder) -> Result<bool, Fail> {
+fn parse_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<bool, Fail> {
     loop {
         if stream.peek_token()? != Some(b'{') {
             return Ok(false);
@@ -226,8 +223,8 @@ fn parse_event_in_place(stream: &mut ByteStream, builder: &mut TraceBuilder) -> 
         let needs_more = match events.next() {
             Some(Ok(event)) => {
                 let len = events.byte_offset();
-                builder.trace.event_count += 1;
-                builder.add_event(event);
+                sink.trace.event_count += 1;
+                sink.add_event(event);
                 stream.pos += len;
                 return Ok(true);
             }

@@ -53,7 +53,7 @@ use std::sync::atomic::Ordering;
 
 use crate::error::TriageError;
 use crate::trace::event::Trace;
-use build::TraceBuilder;
+use build::TraceSink;
 use document::read_document;
 use source::open_source;
 use stream::{ByteStream, CHUNK};
@@ -101,13 +101,13 @@ fn read_trace_with(
 ) -> Result<Trace, TriageError> {
     let source = open_source(path)?;
     let mut stream = ByteStream::new(source, progress, chunk);
-    let mut builder = TraceBuilder::new(path, parser);
-    let outcome = read_document(&mut stream, &mut builder);
+    let mut sink = TraceSink::new(path, parser);
+    let outcome = read_document(&mut stream, &mut sink);
     let json_bytes = stream.end_offset();
     let compressed = stream.consumed.load(Ordering::Relaxed);
     (stream.progress)(compressed);
     outcome.map_err(|fail| TriageError::input(path, fail.message(&stream)))?;
-    let mut trace = builder.finish();
+    let mut trace = sink.finish();
     trace.json_bytes = json_bytes;
     if trace.event_count == 0 {
         return Err(TriageError::input(
