@@ -1,6 +1,6 @@
 //! Finding the trace files (and `server_args.json`) behind an `--input` path.
 //!
-//! A file is taken as is; its content is checked when it is read. A directory is scanned
+//! A file is taken as is; its content is checked when it is read. A directory is walked
 //! for the layouts the engines' captures leave behind (`shared/spec/analysis-behaviour.md`
 //! §2, capture spec §10):
 //!
@@ -90,9 +90,9 @@ fn discover_file(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageErro
 }
 
 // ---------------------------------------------------------------------------------------
-// Directory scan
+// Directory walk
 
-/// A trace file seen during the scan.
+/// A trace file seen during the walk.
 #[derive(Clone, Debug)]
 struct Found {
     path: PathBuf,
@@ -113,7 +113,7 @@ const LOOKED_FOR: &str = "looked for *.trace.json[.gz], *.pt.trace.json[.gz], *.
 
 fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError> {
     let mut notes = Vec::new();
-    let found = scan(input, &mut notes)?;
+    let found = walk(input, &mut notes)?;
     if found.is_empty() {
         return Err(no_traces(input));
     }
@@ -158,12 +158,12 @@ fn no_traces(dir: &Path) -> TriageError {
 
 /// Every trace file below `root`, depth-first in name order. Unreadable subdirectories
 /// are noted and skipped; an unreadable root is an error.
-fn scan(root: &Path, notes: &mut Vec<String>) -> Result<Vec<Found>, TriageError> {
+fn walk(root: &Path, notes: &mut Vec<String>) -> Result<Vec<Found>, TriageError> {
     let mut found = Vec::new();
     let mut visited = HashSet::new();
     let mut pending = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = pending.pop() {
-        // A directory reached twice (through a symlink) is scanned once.
+        // A directory reached twice (through a symlink) is walked once.
         let canonical = fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
         if !visited.insert(canonical) {
             continue;
