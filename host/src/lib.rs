@@ -12,7 +12,6 @@ pub mod bundle;
 pub mod capture;
 pub mod catalog;
 pub mod cli;
-pub mod compat;
 pub mod dates;
 pub mod error;
 pub mod exit;

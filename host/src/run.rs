@@ -47,7 +47,7 @@ pub struct TriageRequest {
     /// `--run-log`: logs checked for the diffusers-backend fallback, with every `*.log`
     /// beside the traces (`gate`).
     pub run_logs: Vec<PathBuf>,
-    /// `--pid-substring`: keep only GPU ops whose pid contains this (`compat`).
+    /// `--pid-substring`: keep only GPU ops whose pid contains this (`trace::pid_filter`).
     pub pid_substring: Option<String>,
 }
 
@@ -236,7 +236,7 @@ fn keep_pids(traces: Vec<Trace>, needle: Option<&str>) -> Result<(Vec<Trace>, Ve
     let mut kept = Vec::with_capacity(traces.len());
     let mut notes = Vec::new();
     for trace in traces {
-        let (trace, note) = crate::compat::keep_pids(trace, needle)?;
+        let (trace, note) = crate::trace::pid_filter::keep_pids(trace, needle)?;
         kept.push(trace);
         notes.push(note);
     }
