@@ -13,6 +13,7 @@ use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
 use crate::catalog::Catalog;
+use crate::checks::diffusers_fallback;
 use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
 use crate::report::{FrameworkInfo, InputInfo, Report, SCHEMA_VERSION};
@@ -43,9 +44,9 @@ pub struct TriageRequest {
     /// Show a progress bar on stderr while reading.
     pub progress: bool,
     /// `--run-log`: logs checked for the diffusers-backend fallback, with every `*.log`
-    /// beside the traces (`gate`).
+    /// beside the traces (`checks::diffusers_fallback`).
     pub run_logs: Vec<PathBuf>,
-    /// `--pid-substring`: keep only GPU ops whose pid contains this (`compat`).
+    /// `--pid-substring`: keep only GPU ops whose pid contains this (`trace::pid_filter`).
     pub pid_substring: Option<String>,
 }
 
@@ -118,8 +119,8 @@ pub fn triage(request: &TriageRequest) -> Result<Report> {
     let mut read = read_sets(&sets, request.progress)?.into_iter();
     let traces = read.next().unwrap_or_default();
     let mapping_traces = read.next().unwrap_or_default();
-    crate::gate::check_frames(&traces)?;
-    crate::gate::check_frames(&mapping_traces)?;
+    diffusers_fallback::check_frames(&traces)?;
+    diffusers_fallback::check_frames(&mapping_traces)?;
     let (traces, mut pid_notes) = keep_pids(traces, request.pid_substring.as_deref())?;
     let (mapping_traces, mapping_pid_notes) =
         keep_pids(mapping_traces, request.pid_substring.as_deref())?;
@@ -223,9 +224,9 @@ fn check_run_logs(
     let mut dirs = Vec::new();
     for set in std::iter::once(traces).chain(mapping) {
         let files: Vec<&Path> = set.files.iter().map(|f| f.path.as_path()).collect();
-        dirs.extend(crate::gate::log_dirs(&set.input, &files));
+        dirs.extend(diffusers_fallback::log_dirs(&set.input, &files));
     }
-    crate::gate::check_logs(&request.run_logs, &dirs)
+    diffusers_fallback::check_logs(&request.run_logs, &dirs)
 }
 
 /// `--pid-substring` over every trace, with one note per trace.
@@ -236,7 +237,7 @@ fn keep_pids(traces: Vec<Trace>, needle: Option<&str>) -> Result<(Vec<Trace>, Ve
     let mut kept = Vec::with_capacity(traces.len());
     let mut notes = Vec::new();
     for trace in traces {
-        let (trace, note) = crate::compat::keep_pids(trace, needle)?;
+        let (trace, note) = crate::trace::pid_filter::keep_pids(trace, needle)?;
         kept.push(trace);
         notes.push(note);
     }

@@ -1,9 +1,10 @@
-//! Reading traces: find the files, stream them into compact events, link kernels to
-//! their launch sites, split them into stages.
+//! Reading traces: find the files, stream them into compact events (keeping only some
+//! pids, on request), link kernels to their launch sites, split them into stages.
 pub mod discover;
 pub mod event;
 pub mod evidence;
 pub mod link;
 pub mod names;
+pub mod pid_filter;
 pub mod read;
 pub mod stage;

@@ -76,8 +76,9 @@ pub(crate) fn shared_trace_verdicts() -> Vec<(PathBuf, String)> {
         .lines()
         .filter_map(|line| {
             let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-            let file = cells.get(1)?;
-            (file.contains(".json")).then(|| (dir.join(file), cells.get(2)?.to_string()))
+            let (file, verdict) = (cells.get(1)?, cells.get(2)?);
+            file.contains(".json")
+                .then(|| (dir.join(file), verdict.to_string()))
         })
         .collect();
     listed.sort();

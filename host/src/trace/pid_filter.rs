@@ -1,7 +1,9 @@
-//! The predecessor's behaviours that have no better home: `--pid-substring`.
+//! `--pid-substring`: a Trace -> Trace step, run on each trace after it is read and
+//! before the engine is selected, that keeps only the GPU ops of the matching pids.
 //!
-//! Its flag spellings live in `cli.rs` (aliases, `infer_long_args`, the leading `triage`
-//! word) and its script names in `compat/*.py` (shims that run this binary).
+//! It is one of the predecessor's behaviours; the others are its flag spellings in
+//! `cli.rs` (aliases, `infer_long_args`, the leading `triage` word) and its script names
+//! in `compat/*.py` (shims that run this binary).
 
 use crate::error::{Result, TriageError};
 use crate::trace::event::Trace;

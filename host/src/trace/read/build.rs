@@ -1,0 +1,449 @@
+//! Building the [`Trace`] from events: the sink the document walk hands each event to.
+//! It classifies an event by its `cat` (GPU op, runtime call, CPU op, Python frame,
+//! annotation, or other), keeps what later steps use as compact records with interned
+//! names, counts what it drops (malformed, bad time, zero duration), and reads the
+//! optional top-level facts (`deviceProperties`, `distributedInfo`, `with_stack`),
+//! including the Python repr strings TraceLens writes in their place.
+
+use std::path::Path;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use super::raw::{Id, Label, RawEvent};
+use super::stream::{json_fail, Fail};
+use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
+use super::EventParser;
+use crate::trace::event::{
+    Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Schema, Sym, Trace,
+};
+
+/// Longer names are no kernel, op or frame name (real ones stay under 2 KiB); such an
+/// event is counted as malformed instead of costing every later step its length.
+pub(super) const MAX_NAME_BYTES: usize = 64 << 10;
+
+/// Where the document walk hands each event (or element it could not read): the
+/// [`Trace`] being built and the counts of what was dropped.
+pub(super) struct TraceSink {
+    pub(super) trace: Trace,
+    pub(super) parser: EventParser,
+    /// The last integer pids/tids interned: consecutive events mostly share them, and
+    /// this skips formatting and hashing their text again.
+    recent_ints: [Option<(i64, Sym)>; 2],
+}
+
+/// What an `X` event is, from its `cat`.
+#[derive(Copy, Clone, PartialEq)]
+enum Class {
+    Gpu(GpuKind),
+    Runtime,
+    CpuOp,
+    PyFrame,
+    Annotation { on_gpu: bool },
+    Other,
+}
+
+/// The 2021 layout's categories; any of them marks the file as [`Schema::Legacy`].
+const LEGACY_CATS: [&str; 5] = ["Kernel", "Memcpy", "Memset", "Operator", "Runtime"];
+
+fn classify(cat: &str) -> Class {
+    let is = |s: &str| cat.eq_ignore_ascii_case(s);
+    if is("kernel") {
+        Class::Gpu(GpuKind::Kernel)
+    } else if is("gpu_memcpy") || is("memcpy") {
+        Class::Gpu(GpuKind::Memcpy)
+    } else if is("gpu_memset") || is("memset") {
+        Class::Gpu(GpuKind::Memset)
+    } else if [
+        "cuda_runtime",
+        "cuda_driver",
+        "runtime",
+        "hip_runtime",
+        "hip_driver",
+    ]
+    .into_iter()
+    .any(is)
+    {
+        Class::Runtime
+    } else if is("cpu_op") || is("operator") {
+        Class::CpuOp
+    } else if is("python_function") {
+        Class::PyFrame
+    } else if is("user_annotation") {
+        Class::Annotation { on_gpu: false }
+    } else if is("gpu_user_annotation") {
+        Class::Annotation { on_gpu: true }
+    } else {
+        // The predecessor's rule (§3.1): a category naming kernels, or any other gpu_*.
+        let gpu_prefixed = cat
+            .as_bytes()
+            .get(..4)
+            .is_some_and(|p| p.eq_ignore_ascii_case(b"gpu_"));
+        if contains_ignore_case(cat, "kernel")
+            || (gpu_prefixed && !contains_ignore_case(cat, "annotation"))
+        {
+            Class::Gpu(GpuKind::Kernel)
+        } else {
+            Class::Other
+        }
+    }
+}
+
+fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+/// Python scopes are never kernels even when they carry a stream (§3.1).
+fn looks_like_python_scope(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.contains(".py(") || lower.starts_with("python/") || lower.starts_with("nn.module:")
+}
+
+impl TraceSink {
+    pub(super) fn new(path: &Path, parser: EventParser) -> Self {
+        TraceSink {
+            trace: Trace {
+                path: path.to_path_buf(),
+                ..Trace::default()
+            },
+            parser,
+            recent_ints: [None; 2],
+        }
+    }
+
+    pub(super) fn finish(self) -> Trace {
+        self.trace
+    }
+
+    /// One element of the events array: parsed, classified and kept or counted.
+    pub(super) fn add_element(&mut self, span: &[u8], start: u64) -> Result<(), Fail> {
+        self.trace.event_count += 1;
+        // A JSON array would deserialise into the struct field by field; not an event.
+        if span.first() != Some(&b'{') {
+            let valid: Result<IgnoredAny, _> = serde_json::from_slice(&non_finite_to_null(span));
+            return match valid {
+                Err(err) if is_syntax(&err) => Err(json_fail(&err, span, start)),
+                _ => {
+                    self.trace.skipped.malformed += 1;
+                    Ok(())
+                }
+            };
+        }
+        match serde_json::from_slice::<RawEvent>(span) {
+            Ok(event) => {
+                self.add_event(event);
+                Ok(())
+            }
+            Err(err) => {
+                if !is_syntax(&err) {
+                    self.trace.skipped.malformed += 1;
+                    return Ok(());
+                }
+                if !has_non_finite(span) {
+                    return Err(json_fail(&err, span, start));
+                }
+                let rewritten = non_finite_to_null(span);
+                match serde_json::from_slice::<RawEvent>(&rewritten) {
+                    Ok(event) => self.add_event(event),
+                    Err(err) if is_syntax(&err) => return Err(json_fail(&err, &rewritten, start)),
+                    Err(_) => self.trace.skipped.malformed += 1,
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The symbol of a pid or tid (`""` when absent).
+    fn label(&mut self, label: Option<&Label>) -> Sym {
+        match label {
+            Some(Label::Int(v)) => {
+                let recent = self.recent_ints.iter().flatten();
+                if let Some(&(_, sym)) = recent.into_iter().find(|(k, _)| k == v) {
+                    return sym;
+                }
+                let sym = Label::Int(*v).intern(&mut self.trace.strings);
+                self.recent_ints = [Some((*v, sym)), self.recent_ints[0]];
+                sym
+            }
+            Some(label) => label.intern(&mut self.trace.strings),
+            None => self.trace.strings.intern(""),
+        }
+    }
+
+    pub(super) fn add_event(&mut self, ev: RawEvent) {
+        if ev.name.as_ref().is_some_and(|n| n.0.len() > MAX_NAME_BYTES) {
+            self.trace.skipped.malformed += 1;
+            return;
+        }
+        let ph = ev.ph.as_ref().map(|t| t.0.as_ref());
+        match ph {
+            Some("X") => self.add_complete(ev),
+            Some("M") => self.add_metadata(ev),
+            _ => {}
+        }
+    }
+
+    fn add_complete(&mut self, ev: RawEvent) {
+        let cat = ev.cat.as_ref().map(|t| t.0.as_ref()).unwrap_or("");
+        if LEGACY_CATS.contains(&cat) {
+            self.trace.meta.schema = Schema::Legacy;
+        }
+        let args = ev.args.as_ref();
+        let mut class = classify(cat);
+        let stream = args.and_then(|a| a.stream.0.or(a.cuda_stream.0));
+        if class == Class::Other && stream.is_some() {
+            let name = ev.name.as_ref().map(|t| t.0.as_ref()).unwrap_or("");
+            if !contains_ignore_case(cat, "trace") && !looks_like_python_scope(name) {
+                class = Class::Gpu(GpuKind::Kernel);
+            }
+        }
+        let external_id = args.and_then(|a| a.external_id.0.or(a.legacy_external_id.0));
+        let correlation = args.and_then(|a| a.correlation.0);
+        if class == Class::Other || (class == Class::Runtime && correlation.is_none()) {
+            return;
+        }
+        let (ts, dur) = (micros_to_ns(ev.ts), micros_to_ns(ev.dur));
+        let (ts, dur) = match (ts, dur) {
+            // An end past i64 is as unusable as a negative time.
+            (Some(ts), Some(dur)) if ts >= 0 && dur >= 0 && ts.checked_add(dur).is_some() => {
+                (ts, dur)
+            }
+            _ => {
+                self.trace.skipped.bad_time += 1;
+                return;
+            }
+        };
+        if dur == 0 && matches!(class, Class::Gpu(_)) {
+            self.trace.skipped.zero_duration += 1;
+            return;
+        }
+        let name = self
+            .trace
+            .strings
+            .intern(ev.name.as_ref().map(|t| t.0.as_ref()).unwrap_or(""));
+        let pid = self.label(ev.pid.as_ref());
+        let tid = self.label(ev.tid.as_ref());
+        match class {
+            Class::Gpu(kind) => self.trace.gpu_ops.push(GpuOp {
+                name,
+                kind,
+                ts,
+                dur,
+                pid,
+                tid,
+                stream,
+                device: args.and_then(|a| a.device.0),
+                correlation,
+                external_id,
+            }),
+            Class::Runtime => self.trace.runtime.push(RuntimeCall {
+                name,
+                ts,
+                dur,
+                pid,
+                tid,
+                correlation: correlation.unwrap_or_default(),
+                external_id,
+            }),
+            Class::CpuOp => self.trace.cpu_ops.push(CpuOp {
+                name,
+                ts,
+                dur,
+                pid,
+                tid,
+                external_id,
+            }),
+            Class::PyFrame => self.trace.py_frames.push(PyFrame {
+                name,
+                ts,
+                dur,
+                pid,
+                tid,
+            }),
+            Class::Annotation { on_gpu } => self.trace.annotations.push(Annotation {
+                name,
+                ts,
+                dur,
+                pid,
+                tid,
+                external_id,
+                on_gpu,
+            }),
+            Class::Other => {}
+        }
+    }
+
+    /// `process_name` / `thread_name` metadata (`ph: "M"`) with a non-empty `args.name`.
+    fn add_metadata(&mut self, ev: RawEvent) {
+        let kind = ev.name.as_ref().map(|t| t.0.as_ref());
+        if !matches!(kind, Some("process_name" | "thread_name")) {
+            return;
+        }
+        let value = ev
+            .args
+            .as_ref()
+            .and_then(|a| a.name.as_ref())
+            .and_then(Label::as_text)
+            .filter(|s| !s.is_empty());
+        let Some(value) = value else { return };
+        let value = self.trace.strings.intern(value);
+        let pid = self.label(ev.pid.as_ref());
+        if kind == Some("process_name") {
+            self.trace.process_names.push((pid, value));
+        } else {
+            let tid = self.label(ev.tid.as_ref());
+            self.trace.thread_names.push((pid, tid, value));
+        }
+    }
+
+    /// `deviceProperties`, `distributedInfo` or `with_stack`. A value of an unexpected
+    /// shape is ignored: these facts are optional.
+    pub(super) fn read_meta_value(
+        &mut self,
+        key: &str,
+        span: &[u8],
+        start: u64,
+    ) -> Result<(), Fail> {
+        let meta = &mut self.trace.meta;
+        match key {
+            "deviceProperties" => {
+                let value: DeviceProperties = parse_meta(span, start)?;
+                match value {
+                    DeviceProperties::List(devices) => {
+                        meta.device_names = devices
+                            .into_iter()
+                            .map(|d| d.name.unwrap_or_default())
+                            .collect();
+                    }
+                    DeviceProperties::Repr(text) => meta.device_names = repr_strings(&text, "name"),
+                    DeviceProperties::Other(_) => {}
+                }
+            }
+            "distributedInfo" => {
+                let value: DistributedInfo = parse_meta(span, start)?;
+                match value {
+                    DistributedInfo::Object { rank, world_size } => {
+                        meta.rank = rank.0.and_then(|v| u32::try_from(v).ok());
+                        meta.world_size = world_size.0.and_then(|v| u32::try_from(v).ok());
+                    }
+                    DistributedInfo::Repr(text) => {
+                        meta.rank = repr_int(&text, "rank");
+                        meta.world_size = repr_int(&text, "world_size");
+                    }
+                    DistributedInfo::Other(_) => {}
+                }
+            }
+            "with_stack" => {
+                meta.with_stack = match parse_meta::<Flag>(span, start)? {
+                    Flag::Bool(b) => Some(b),
+                    Flag::Number(n) => Some(n != 0.0),
+                    Flag::Text(s) => match s.trim().to_ascii_lowercase().as_str() {
+                        "1" | "true" => Some(true),
+                        "0" | "false" => Some(false),
+                        _ => None,
+                    },
+                    Flag::Other(_) => None,
+                };
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+fn is_syntax(err: &serde_json::Error) -> bool {
+    use serde_json::error::Category;
+    // Nesting past serde_json's recursion limit is valid JSON we decline: malformed.
+    matches!(err.classify(), Category::Syntax | Category::Eof)
+        && !err.to_string().contains("recursion limit")
+}
+
+/// Parses a small top-level value, tolerating Python's `NaN`/`Infinity` like events do.
+fn parse_meta<T: serde::de::DeserializeOwned>(span: &[u8], start: u64) -> Result<T, Fail> {
+    match serde_json::from_slice::<T>(span) {
+        Ok(v) => Ok(v),
+        Err(err) if is_syntax(&err) && has_non_finite(span) => {
+            let rewritten = non_finite_to_null(span);
+            serde_json::from_slice::<T>(&rewritten).map_err(|e| json_fail(&e, &rewritten, start))
+        }
+        Err(err) => Err(json_fail(&err, span, start)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DeviceProperties {
+    List(Vec<DeviceProperty>),
+    /// TraceLens rewrites the list as a Python repr string.
+    Repr(String),
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+struct DeviceProperty {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DistributedInfo {
+    Object {
+        #[serde(default)]
+        rank: Id,
+        #[serde(default)]
+        world_size: Id,
+    },
+    Repr(String),
+    Other(IgnoredAny),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Flag {
+    Bool(bool),
+    Number(f64),
+    Text(String),
+    Other(IgnoredAny),
+}
+
+/// Every `'key': 'value'` (or double-quoted) string value in a Python repr.
+fn repr_strings(text: &str, key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for quote in ['\'', '"'] {
+        let needle = format!("{quote}{key}{quote}:");
+        let mut rest = text;
+        while let Some(i) = rest.find(&needle) {
+            rest = rest[i + needle.len()..].trim_start();
+            let Some(q) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+                continue;
+            };
+            let body = &rest[1..];
+            let end = body.find(q).unwrap_or(body.len());
+            out.push(body[..end].to_string());
+            rest = &body[end..];
+        }
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// The first `'key': <integer>` in a Python repr.
+fn repr_int(text: &str, key: &str) -> Option<u32> {
+    for quote in ['\'', '"'] {
+        let needle = format!("{quote}{key}{quote}:");
+        if let Some(i) = text.find(&needle) {
+            let rest = text[i + needle.len()..].trim_start();
+            let end = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            return rest[..end].parse().ok();
+        }
+    }
+    None
+}

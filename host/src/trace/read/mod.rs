@@ -1,0 +1,132 @@
+//! Streaming reader: one pass from the file's bytes to a compact [`Trace`].
+//!
+//! Why not a JSON tree: a torch.profiler trace is one JSON document whose `traceEvents`
+//! array holds millions of small objects, and a tree of it costs about 6x the file size
+//! in memory (the predecessor's failure). Instead the reader walks the top-level
+//! structure over a rolling text buffer and reads each event in place into a borrowed
+//! `RawEvent` holding just the fields later steps use, in three tiers:
+//!
+//! 1. the hand-written scanner of `scan.rs` takes the common shape (no escapes in kept
+//!    strings, integer ids, number times) in one strict pass; it declines anything
+//!    serde might read differently;
+//! 2. serde (`RawEvent`'s derived `Deserialize`) takes what it declines, skipping
+//!    unused fields without allocating; [`read_trace_reference`] uses only this tier,
+//!    and tests hold the two to identical traces and reports;
+//! 3. elements that are not plain event objects (scalars, invalid JSON, Python's
+//!    `NaN`) go through a small iterative scanner that finds their byte span
+//!    (string/escape state and bracket depth, memchr-accelerated) so they can be
+//!    counted or reported.
+//!
+//! Memory grows with the retained records, never with the document. gzip is inflated
+//! and UTF-8-checked on its own thread, which hands over text blocks (and gets them
+//! back for reuse), so the parse thread copies each byte once.
+//!
+//! What is kept (see `shared/spec/analysis-behaviour.md` §3.1): GPU kernels, memcpys and
+//! memsets; runtime/driver calls that carry a `correlation` (every one: `cudaMemcpyAsync`
+//! launches memcpys); CPU ops; Python frames; user and GPU-user annotations; the
+//! `process_name` / `thread_name` metadata. Everything else is counted and dropped.
+//!
+//! Times are converted to integer nanoseconds from the number's decimal text, never via
+//! `f64`, so sums of `dur` are exact. `NaN`/`Infinity` literals that Python writes into
+//! JSON are read as absent values. A kept event without a usable `ts`/`dur` (absent,
+//! `NaN`, negative) is dropped and counted in `skipped.bad_time`, whatever its class
+//! (the predecessor read a missing CPU-side `ts` as 0, which misplaces frames); a GPU op
+//! with `dur == 0` is counted in `skipped.zero_duration`.
+//!
+//! The files, in the order a read goes through them: `source.rs` opens the file (and
+//! inflates gzip on its own thread); `stream.rs` holds the rolling text buffer and the
+//! failures; `document.rs` walks the document and tries the tiers on each event;
+//! `scan.rs` (tier 1) and `raw.rs` (the event type serde fills, tier 2) read one event;
+//! `time.rs` turns number text into exact values; `build.rs` turns events into the
+//! [`Trace`]. This file holds the entry points.
+
+mod build;
+mod document;
+mod raw;
+mod scan;
+mod source;
+mod stream;
+mod time;
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use crate::error::TriageError;
+use crate::trace::event::Trace;
+use build::TraceSink;
+use document::read_document;
+use source::open_source;
+use stream::{ByteStream, CHUNK};
+
+/// Reads one trace file (`.json` or gzip-compressed, detected by its magic bytes).
+///
+/// `progress` is called now and then with the number of file bytes (compressed, for a
+/// gzip file) consumed so far, and once at the end.
+///
+/// With `LLM_TRIAGE_READER=reference` in the environment it reads like
+/// [`read_trace_reference`]: tests check that both give byte-identical reports.
+pub fn read_trace(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<Trace, TriageError> {
+    let parser = match std::env::var_os("LLM_TRIAGE_READER") {
+        Some(v) if v == "reference" => EventParser::Reference,
+        _ => EventParser::Fast,
+    };
+    read_trace_with(path, progress, CHUNK, parser)
+}
+
+/// [`read_trace`] with serde parsing every event: the straightforward path, slower,
+/// which the fast scanner must always agree with.
+pub fn read_trace_reference(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Trace, TriageError> {
+    read_trace_with(path, progress, CHUNK, EventParser::Reference)
+}
+
+/// Which parser reads the event objects.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum EventParser {
+    /// The hand-written scanner (`scan.rs`) for the common shape, serde for the rest.
+    Fast,
+    /// serde for every event.
+    Reference,
+}
+
+/// [`read_trace`] with a chosen refill size (tests use tiny ones to cross every boundary)
+/// and parser.
+fn read_trace_with(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    chunk: usize,
+    parser: EventParser,
+) -> Result<Trace, TriageError> {
+    let source = open_source(path)?;
+    let mut stream = ByteStream::new(source, progress, chunk);
+    let mut sink = TraceSink::new(path, parser);
+    let outcome = read_document(&mut stream, &mut sink);
+    let json_bytes = stream.end_offset();
+    let compressed = stream.consumed.load(Ordering::Relaxed);
+    (stream.progress)(compressed);
+    outcome.map_err(|fail| TriageError::input(path, fail.message(&stream)))?;
+    let mut trace = sink.finish();
+    trace.json_bytes = json_bytes;
+    if trace.event_count == 0 {
+        return Err(TriageError::input(
+            path,
+            "not a torch.profiler trace: it holds no events",
+        ));
+    }
+    if trace.event_count > 0 && trace.skipped.malformed == trace.event_count {
+        return Err(TriageError::input(
+            path,
+            format!(
+                "not a torch.profiler trace: none of its {} events is a well-formed event object \
+                 (each is not an object, is invalid JSON, or has a field of the wrong type)",
+                trace.event_count
+            ),
+        ));
+    }
+    Ok(trace)
+}
+
+#[cfg(test)]
+mod tests;

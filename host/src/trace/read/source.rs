@@ -1,0 +1,166 @@
+//! Opening a trace file: only plain files are read (a named pipe would block forever),
+//! gzip is detected by its magic bytes, not its name, and the file bytes consumed are
+//! counted for progress. A gzip stream is inflated and UTF-8-decoded on a thread of its
+//! own (`TextBlocks`), so inflating overlaps parsing.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+
+use super::stream::decode_utf8;
+use crate::error::TriageError;
+
+/// An opened trace file.
+pub(super) struct Source {
+    /// The uncompressed JSON bytes. `Send`, so decompression can move to its own thread.
+    pub(super) bytes: Box<dyn Read + Send>,
+    /// File bytes (compressed, for gzip) consumed so far.
+    pub(super) consumed: Arc<AtomicU64>,
+    pub(super) gzip: bool,
+}
+
+pub(super) fn open_source(path: &Path) -> Result<Source, TriageError> {
+    // Opening a named pipe waits for a writer, forever if none comes; and the magic-byte
+    // check below seeks, which pipes and devices cannot. So only plain files are read.
+    let kind = std::fs::metadata(path)
+        .map_err(|e| TriageError::input(path, open_message(&e)))?
+        .file_type();
+    if let Some(what) = special_file(&kind) {
+        return Err(TriageError::input(
+            path,
+            format!("not a regular file ({what}); pass the trace file itself"),
+        ));
+    }
+    let mut file = File::open(path).map_err(|e| TriageError::input(path, open_message(&e)))?;
+    if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(TriageError::input(path, "is a directory, not a trace file"));
+    }
+    let mut magic = [0u8; 2];
+    let mut have = 0;
+    while have < 2 {
+        match file.read(&mut magic[have..]) {
+            Ok(0) => break,
+            Ok(n) => have += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(TriageError::input(path, format!("cannot read: {e}"))),
+        }
+    }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| TriageError::input(path, format!("cannot read: {e}")))?;
+    let consumed = Arc::new(AtomicU64::new(0));
+    let counted = CountingReader {
+        inner: file,
+        consumed: Arc::clone(&consumed),
+    };
+    let gzip = have == 2 && magic == [0x1f, 0x8b];
+    let bytes: Box<dyn Read + Send> = if gzip {
+        Box::new(flate2::read::MultiGzDecoder::new(
+            io::BufReader::with_capacity(256 * 1024, counted),
+        ))
+    } else {
+        Box::new(counted)
+    };
+    Ok(Source {
+        bytes,
+        consumed,
+        gzip,
+    })
+}
+
+/// What a file that is neither a plain file nor a directory is.
+fn special_file(kind: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        Some("a named pipe")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else {
+        None
+    }
+}
+
+fn open_message(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file or directory".to_string(),
+        io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => format!("cannot open: {e}"),
+    }
+}
+
+/// Counts the bytes read from the file, for progress reporting.
+struct CountingReader<R> {
+    inner: R,
+    consumed: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Runs a reader (the gzip decoder) on its own thread and hands over its bytes already
+/// decoded to text, so inflating and UTF-8 checking overlap parsing and the parser
+/// copies each byte once. Blocks go back to the thread for reuse (no allocation or
+/// zeroing per block). The thread ends when the input does, on an error, or when this
+/// side is dropped.
+pub(super) struct TextBlocks {
+    pub(super) blocks: Receiver<io::Result<String>>,
+    pub(super) spare: SyncSender<String>,
+}
+
+/// How many decoded blocks may wait.
+const BLOCKS_IN_FLIGHT: usize = 4;
+
+impl TextBlocks {
+    pub(super) fn spawn(mut inner: Box<dyn Read + Send>, block: usize) -> Self {
+        let (tx, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
+        let (spare, spares) = sync_channel::<String>(BLOCKS_IN_FLIGHT + 2);
+        std::thread::spawn(move || {
+            // `raw[..kept]` is an incomplete UTF-8 sequence left from the last block.
+            let mut raw = vec![0u8; block + 4];
+            let mut kept = 0;
+            loop {
+                let mut filled = kept;
+                let outcome = loop {
+                    match inner.read(&mut raw[filled..]) {
+                        Ok(0) => break Ok(true),
+                        Ok(n) => {
+                            filled += n;
+                            if filled == raw.len() {
+                                break Ok(false);
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => break Err(e),
+                    }
+                };
+                let at_end = matches!(outcome, Ok(true));
+                let mut text = spares.try_recv().unwrap_or_default();
+                text.clear();
+                let decoded = decode_utf8(&mut text, &raw[..filled], at_end);
+                raw.copy_within(decoded..filled, 0);
+                kept = filled - decoded;
+                if !text.is_empty() && tx.send(Ok(text)).is_err() {
+                    return;
+                }
+                match outcome {
+                    Ok(false) => {}
+                    Ok(true) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+        });
+        TextBlocks { blocks, spare }
+    }
+}

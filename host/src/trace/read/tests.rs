@@ -1,0 +1,637 @@
+//! Tests of the reader: exact counts on the shared traces, metadata, labels and ids,
+//! the malformed and bad-time counts, every failure's one-line message, and the fast and
+//! reference parsers held to identical traces at every refill size (down to one byte).
+
+use super::build::MAX_NAME_BYTES;
+use super::time::decimal_micros_to_ns;
+use super::*;
+use crate::trace::event::{GpuKind, Schema};
+use std::io::Write;
+use std::path::PathBuf;
+
+fn shared(name: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/traces")).join(name)
+}
+
+fn read(path: &Path) -> Result<Trace, TriageError> {
+    read_trace_in_chunks(path, &mut |_| {}, CHUNK)
+}
+
+/// The error message of reading `path` (a Trace is too big to print on failure).
+fn read_error(path: &Path) -> String {
+    match read(path) {
+        Ok(t) => panic!("expected an error, read {} events", t.event_count),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Writes `text` to a temp file and reads it.
+fn read_text(text: &str) -> Result<Trace, TriageError> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, text).unwrap();
+    read(&path)
+}
+
+fn error_of(text: &str) -> String {
+    match read_text(text) {
+        Ok(_) => panic!("expected an error for {text:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+struct Expected {
+    file: &'static str,
+    events: u64,
+    gpu_ops: usize,
+    kernels: usize,
+    zero_duration: u64,
+    py_frames: usize,
+    cpu_ops: usize,
+    runtime: usize,
+    annotations: usize,
+    process_names: usize,
+    thread_names: usize,
+    gpu_dur_ns: i64,
+}
+
+/// Computed independently with python3 (json.load with Decimal floats; GPU ops are
+/// X events of cat kernel/gpu_memcpy/gpu_memset or legacy Kernel/Memcpy/Memset with
+/// dur > 0; runtime = cuda_runtime/cuda_driver/Runtime X events with a correlation).
+const EXPECTED: [Expected; 8] = [
+    Expected {
+        file: "AMD-AGI__TraceLens__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        events: 18221,
+        gpu_ops: 1707,
+        kernels: 1465,
+        zero_duration: 0,
+        py_frames: 4262,
+        cpu_ops: 4186,
+        runtime: 1922,
+        annotations: 2,
+        process_names: 17,
+        thread_names: 4,
+        gpu_dur_ns: 45647300,
+    },
+    Expected {
+        file: "AMD-AGI__TraceLens__eager_trace.json.gz",
+        events: 24656,
+        gpu_ops: 929,
+        kernels: 768,
+        zero_duration: 0,
+        py_frames: 15230,
+        cpu_ops: 4809,
+        runtime: 1372,
+        annotations: 6,
+        process_names: 0,
+        thread_names: 0,
+        gpu_dur_ns: 11665760,
+    },
+    Expected {
+        file: "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+        events: 2058,
+        gpu_ops: 558,
+        kernels: 555,
+        zero_duration: 0,
+        py_frames: 821,
+        cpu_ops: 61,
+        runtime: 29,
+        annotations: 2,
+        process_names: 0,
+        thread_names: 0,
+        gpu_dur_ns: 9778614,
+    },
+    Expected {
+        file: "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz",
+        events: 60315,
+        gpu_ops: 534,
+        kernels: 527,
+        zero_duration: 0,
+        py_frames: 53321,
+        cpu_ops: 3786,
+        runtime: 1069,
+        annotations: 2,
+        process_names: 0,
+        thread_names: 0,
+        gpu_dur_ns: 492811563,
+    },
+    Expected {
+        file: "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz",
+        events: 1993,
+        gpu_ops: 434,
+        kernels: 425,
+        zero_duration: 0,
+        py_frames: 984,
+        cpu_ops: 100,
+        runtime: 20,
+        annotations: 1,
+        process_names: 0,
+        thread_names: 0,
+        gpu_dur_ns: 10717708,
+    },
+    Expected {
+        file: "facebookresearch__HolisticTraceAnalysis__nccl_data.json.gz",
+        events: 40573,
+        gpu_ops: 3774,
+        kernels: 2700,
+        zero_duration: 0,
+        py_frames: 0,
+        cpu_ops: 14346,
+        runtime: 8740,
+        annotations: 72,
+        process_names: 9,
+        thread_names: 5,
+        gpu_dur_ns: 165185838,
+    },
+    Expected {
+        file: "pytorch__kineto__worker0.pt.trace.json.gz",
+        events: 82276,
+        gpu_ops: 9618,
+        kernels: 9229,
+        zero_duration: 309,
+        py_frames: 0,
+        cpu_ops: 42438,
+        runtime: 10800,
+        annotations: 0,
+        process_names: 9,
+        thread_names: 2,
+        gpu_dur_ns: 649472000,
+    },
+    Expected {
+        file: "zhang-yuhui__nano-vllm__decode_gpu_0.json",
+        events: 3044,
+        gpu_ops: 28,
+        kernels: 17,
+        zero_duration: 0,
+        py_frames: 2199,
+        cpu_ops: 443,
+        runtime: 53,
+        annotations: 0,
+        process_names: 17,
+        thread_names: 31,
+        gpu_dur_ns: 115038,
+    },
+];
+
+#[test]
+fn shared_traces_read_with_exact_counts() {
+    for want in &EXPECTED {
+        let path = shared(want.file);
+        let t = read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let kernels = t
+            .gpu_ops
+            .iter()
+            .filter(|g| g.kind == GpuKind::Kernel)
+            .count();
+        let dur: i64 = t.gpu_ops.iter().map(|g| g.dur).sum();
+        let got = (
+            t.event_count,
+            t.gpu_ops.len(),
+            kernels,
+            t.skipped.zero_duration,
+            t.py_frames.len(),
+            t.cpu_ops.len(),
+            t.runtime.len(),
+            t.annotations.len(),
+            t.process_names.len(),
+            t.thread_names.len(),
+            dur,
+        );
+        let expected = (
+            want.events,
+            want.gpu_ops,
+            want.kernels,
+            want.zero_duration,
+            want.py_frames,
+            want.cpu_ops,
+            want.runtime,
+            want.annotations,
+            want.process_names,
+            want.thread_names,
+            want.gpu_dur_ns,
+        );
+        assert_eq!(got, expected, "{}", want.file);
+        assert_eq!(t.skipped.malformed + t.skipped.bad_time, 0, "{}", want.file);
+        let legacy = want.file.starts_with("pytorch__kineto");
+        let schema = if legacy {
+            Schema::Legacy
+        } else {
+            Schema::Kineto
+        };
+        assert_eq!(t.meta.schema, schema, "{}", want.file);
+    }
+}
+
+#[test]
+fn legacy_schema_fields() {
+    let t = read(&shared("pytorch__kineto__worker0.pt.trace.json.gz")).unwrap();
+    assert!(t.meta.keys.is_empty() || !t.meta.bare_list);
+    // Legacy GPU ops live on tid "stream 7" and carry the lower-case `external id`.
+    let op = t
+        .gpu_ops
+        .iter()
+        .find(|g| g.correlation == Some(65460))
+        .unwrap();
+    assert_eq!(t.name(op.tid), "stream 7");
+    assert_eq!(op.external_id, Some(862));
+    assert_eq!(op.kind, GpuKind::Memcpy);
+    assert_eq!((op.ts, op.dur), (1606910596350714000, 2353000));
+    // cudaMemcpyAsync launches that memcpy: kept although its name has no "launch".
+    let rt = t.runtime.iter().find(|r| r.correlation == 65460).unwrap();
+    assert_eq!(t.name(rt.name), "cudaMemcpyAsync");
+    assert_eq!(t.name(rt.tid), "4093687616");
+}
+
+#[test]
+fn top_level_metadata() {
+    let t = read(&shared("AMD-AGI__TraceLens__eager_trace.json.gz")).unwrap();
+    assert_eq!(
+        t.meta.keys.first().map(String::as_str),
+        Some("schemaVersion")
+    );
+    assert_eq!(t.meta.keys.len(), 13);
+    assert_eq!(t.meta.keys[11], "traceEvents");
+    assert_eq!(t.meta.device_names, vec!["NVIDIA B200".to_string(); 8]);
+    assert_eq!((t.meta.rank, t.meta.world_size), (Some(0), Some(8)));
+    assert_eq!(t.meta.with_stack, Some(true));
+    assert!(!t.meta.bare_list);
+
+    let t = read(&shared(
+        "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz",
+    ));
+    assert_eq!(t.unwrap().meta.device_names, vec![String::new(); 8]);
+    let t = read(&shared("pytorch__kineto__worker0.pt.trace.json.gz")).unwrap();
+    assert!(t.meta.device_names.is_empty());
+    assert_eq!(t.meta.rank, None);
+}
+
+#[test]
+fn python_repr_metadata_and_keys_after_events() {
+    let t = read_text(
+        r#"{"traceEvents": [{"ph": "i"}], "deviceProperties": "[{'id': 0, 'name': 'AMD Instinct MI300X', 'x': 1}, {'id': 1, 'name': 'AMD Instinct MI300X'}]",
+               "distributedInfo": "{'backend': 'nccl', 'rank': 3, 'world_size': 8, 'pg_config': [{'ranks': [0, 1]}]}",
+               "with_stack": true, "big": {"a": [1, {"b": "]}"}]}}"#,
+    )
+    .unwrap();
+    assert_eq!(t.meta.device_names, vec!["AMD Instinct MI300X"; 2]);
+    assert_eq!((t.meta.rank, t.meta.world_size), (Some(3), Some(8)));
+    assert_eq!(t.meta.with_stack, Some(true));
+    assert_eq!(
+        t.meta.keys,
+        [
+            "traceEvents",
+            "deviceProperties",
+            "distributedInfo",
+            "with_stack",
+            "big"
+        ]
+    );
+    assert_eq!(t.event_count, 1);
+}
+
+const KERNEL: &str = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.5, "dur": 2.25, "args": {"stream": 7, "correlation": 5, "External id": "9"}}"#;
+
+#[test]
+fn bare_list_and_string_or_int_labels() {
+    let text = format!(
+        r#"[{KERNEL}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": "12", "tid": 12.0, "ts": "9.0", "dur": 1, "args": {{"correlation": 5.0}}}}]"#
+    );
+    let t = read_text(&text).unwrap();
+    assert!(t.meta.bare_list);
+    assert!(t.meta.keys.is_empty());
+    let k = t.gpu_ops[0];
+    assert_eq!(
+        (k.ts, k.dur, k.stream, k.correlation, k.external_id),
+        (10500, 2250, Some(7), Some(5), Some(9))
+    );
+    assert_eq!((t.name(k.pid), t.name(k.tid)), ("0", "7"));
+    let r = t.runtime[0];
+    assert_eq!((r.ts, r.dur, r.correlation), (9000, 1000, 5));
+    assert_eq!((t.name(r.pid), t.name(r.tid)), ("12", "12.0"));
+}
+
+#[test]
+fn ids_absent_forms() {
+    let ev = |id: &str| {
+        format!(
+            r#"{{"traceEvents": [{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {{"External id": {id}}}}}]}}"#
+        )
+    };
+    for (id, want) in [
+        ("null", None),
+        ("\"\"", None),
+        ("\"None\"", None),
+        ("\"12.0\"", None),
+        ("12.0", Some(12)),
+        ("\"12\"", Some(12)),
+        ("-3", None),
+    ] {
+        let t = read_text(&ev(id)).unwrap();
+        assert_eq!(t.cpu_ops[0].external_id, want, "{id}");
+    }
+}
+
+#[test]
+fn nan_and_infinity_are_tolerated() {
+    let text = format!(
+        r#"{{"traceEvents": [{KERNEL},
+              {{"ph": "X", "cat": "kernel", "name": "NaN k", "pid": 0, "tid": 7, "ts": 1, "dur": NaN, "args": {{"stream": 7}}}},
+              {{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {{"bw": Infinity, "x": -Infinity, "s": "NaN"}}}}],
+              "other": [NaN]}}"#
+    );
+    let t = read_text(&text).unwrap();
+    assert_eq!(t.gpu_ops.len(), 1);
+    assert_eq!(t.skipped.bad_time, 1);
+    assert_eq!(t.cpu_ops.len(), 1);
+    assert_eq!(t.event_count, 3);
+}
+
+#[test]
+fn bad_times_zero_durations_and_malformed_elements_are_counted() {
+    let text = format!(
+        r#"{{"traceEvents": [{KERNEL}, 5, "x", [1, 2], {{"ph": 5}},
+              {{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 0}},
+              {{"ph": "X", "cat": "kernel", "name": "k", "ts": 1}},
+              {{"ph": "X", "cat": "gpu_memcpy", "name": "k", "ts": 1, "dur": -1}},
+              {{"ph": "X", "cat": "gpu_memset", "name": "k", "ts": -1, "dur": 1}},
+              {{"ph": "s", "cat": "ac2g", "name": "ac2g", "id": 1}}]}}"#
+    );
+    let t = read_text(&text).unwrap();
+    assert_eq!(t.event_count, 10);
+    assert_eq!(t.gpu_ops.len(), 1);
+    assert_eq!(t.skipped.malformed, 4);
+    assert_eq!(t.skipped.zero_duration, 1);
+    assert_eq!(t.skipped.bad_time, 3);
+}
+
+/// Reads with both parsers and a chosen refill size; they must agree.
+fn read_trace_in_chunks(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    chunk: usize,
+) -> Result<Trace, TriageError> {
+    let fast = read_trace_with(path, progress, chunk, EventParser::Fast);
+    let reference = read_trace_with(path, &mut |_| {}, chunk, EventParser::Reference);
+    match (&fast, &reference) {
+        (Ok(f), Ok(r)) => assert!(f == r, "fast and reference traces differ"),
+        (Err(f), Err(r)) => assert_eq!(f.to_string(), r.to_string()),
+        _ => panic!(
+            "one parser failed: {:?} / {:?}",
+            fast.is_ok(),
+            reference.is_ok()
+        ),
+    }
+    fast
+}
+
+#[test]
+fn names_past_the_limit_are_malformed_events() {
+    let long = "k".repeat(MAX_NAME_BYTES + 1);
+    let text = format!(
+        r#"[{KERNEL}, {{"ph": "X", "cat": "kernel", "name": "{long}", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {{"stream": 7}}}}]"#
+    );
+    // Tiny chunks too: the event spans many refills.
+    for chunk in [CHUNK, 4096] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        std::fs::write(&path, &text).unwrap();
+        let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+        assert_eq!((t.event_count, t.gpu_ops.len()), (2, 1));
+        assert_eq!(t.skipped.malformed, 1);
+    }
+}
+
+#[test]
+fn named_pipes_and_devices_are_refused_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("p.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    let err = read_error(&fifo);
+    assert!(
+        err.ends_with("p.json: not a regular file (a named pipe); pass the trace file itself"),
+        "{err}"
+    );
+    let err = read_error(Path::new("/dev/null"));
+    assert!(
+        err.ends_with("not a regular file (a device); pass the trace file itself"),
+        "{err}"
+    );
+}
+
+#[test]
+fn not_a_trace() {
+    let cases = [
+        ("", "not a torch.profiler trace: the file is empty"),
+        ("  \n", "not a torch.profiler trace: the file is empty"),
+        (
+            "{}",
+            "not a torch.profiler trace: top-level object has no traceEvents array",
+        ),
+        (
+            r#"{"a": [1, 2]}"#,
+            "not a torch.profiler trace: top-level object has no traceEvents array",
+        ),
+        (
+            r#"{"traceEvents": 5}"#,
+            "not a torch.profiler trace: traceEvents is not an array",
+        ),
+        (
+            "5",
+            "not a torch.profiler trace: the top level is a number, not an object or array",
+        ),
+        (
+            r#""x""#,
+            "not a torch.profiler trace: the top level is a string, not an object or array",
+        ),
+        (
+            "[1, 2, 3]",
+            "not a torch.profiler trace: none of its 3 events is a well-formed event object",
+        ),
+        ("[]", "not a torch.profiler trace: it holds no events"),
+        (
+            r#"{"traceEvents": [], "x": 1}"#,
+            "not a torch.profiler trace: it holds no events",
+        ),
+    ];
+    for (text, want) in cases {
+        let err = error_of(text);
+        assert!(err.contains(want), "{text:?}: {err}");
+        assert!(err.contains("t.json: "), "{err}");
+    }
+}
+
+#[test]
+fn invalid_json_names_the_byte() {
+    let err = error_of(r#"{"traceEvents": [{"ph": X}]}"#);
+    assert!(
+        err.contains("invalid JSON at byte 24: expected value"),
+        "{err}"
+    );
+    let err = error_of(r#"{"traceEvents": [] x"#);
+    assert!(
+        err.contains("invalid JSON at byte 19: expected ',' or '}'"),
+        "{err}"
+    );
+    let err = error_of(r#"{"traceEvents": []} {"#);
+    assert!(
+        err.contains("invalid JSON at byte 20: trailing characters"),
+        "{err}"
+    );
+    let err = error_of(r#"{"traceEvents": [{"ph": "X"} {"ph": "X"}]}"#);
+    assert!(
+        err.contains("invalid JSON at byte 29: expected ',' or ']' after an event"),
+        "{err}"
+    );
+}
+
+#[test]
+fn truncated_json_is_an_error_not_a_partial_read() {
+    let whole = format!(r#"{{"traceEvents": [{KERNEL}, {KERNEL}]}}"#);
+    for cut in [whole.len() - 1, whole.len() - 2, KERNEL.len() + 20, 30, 17] {
+        let err = error_of(&whole[..cut]);
+        assert!(
+            err.contains("truncated JSON: the document ends at byte"),
+            "{cut}: {err}"
+        );
+    }
+    let err = error_of(r#"{"traceEvents": [{"name": "a\"#);
+    assert!(err.contains("truncated JSON"), "{err}");
+}
+
+#[test]
+fn truncated_and_corrupt_gzip() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes =
+        std::fs::read(shared("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz")).unwrap();
+    let path = dir.path().join("cut.json.gz");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = read_error(&path);
+    let want = format!("truncated gzip stream after {} bytes", bytes.len() / 2);
+    assert!(err.ends_with(&want), "{err}");
+
+    let mut corrupt = bytes.clone();
+    // Past the header, whose file-name field no checksum covers.
+    for b in &mut corrupt[1000..1100] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&path, &corrupt).unwrap();
+    let err = read_error(&path);
+    assert!(err.contains("corrupt gzip stream"), "{err}");
+}
+
+#[test]
+fn gzip_is_detected_by_magic_not_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plain-name.json");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(format!(r#"{{"traceEvents": [{KERNEL}]}}"#).as_bytes())
+        .unwrap();
+    std::fs::write(&path, enc.finish().unwrap()).unwrap();
+    assert_eq!(read(&path).unwrap().gpu_ops.len(), 1);
+    let path = dir.path().join("not-gzip.json.gz");
+    std::fs::write(&path, format!(r#"[{KERNEL}]"#)).unwrap();
+    assert_eq!(read(&path).unwrap().gpu_ops.len(), 1);
+}
+
+#[test]
+fn missing_file_and_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = read_error(&dir.path().join("nope.json"));
+    assert!(
+        err.ends_with("nope.json: no such file or directory"),
+        "{err}"
+    );
+    let err = read_error(dir.path());
+    assert!(err.ends_with("is a directory, not a trace file"), "{err}");
+}
+
+#[test]
+fn deep_nesting_does_not_overflow() {
+    let deep = "[".repeat(200_000) + &"]".repeat(200_000);
+    let text = format!(
+        r#"{{"junk": {deep}, "traceEvents": [{KERNEL}, {{"ph": "X", "cat": "cpu_op", "args": {deep}}}, {deep}]}}"#
+    );
+    let t = read_text(&text).unwrap();
+    assert_eq!(t.gpu_ops.len(), 1);
+    assert_eq!(t.skipped.malformed, 2);
+}
+
+#[test]
+fn tiny_refills_give_the_same_trace() {
+    // Escaped quotes, backslashes and multi-byte characters must survive every split.
+    let text = format!(
+        r#"{{"a": "x\\\"]}}", "traceEvents": [{KERNEL}, {{"ph": "X", "cat": "cpu_op", "name": "q\"{{\\ µs ✓ 名前", "pid": 1, "tid": 1, "ts": 3, "dur": 4}}], "z": "\\"}}"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, &text).unwrap();
+    for chunk in 1..=9 {
+        let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+        assert_eq!((t.gpu_ops.len(), t.cpu_ops.len()), (1, 1), "chunk {chunk}");
+        assert_eq!(t.name(t.cpu_ops[0].name), "q\"{\\ µs ✓ 名前");
+        assert_eq!(t.meta.keys, ["a", "traceEvents", "z"]);
+        assert_eq!(t.json_bytes, text.len() as u64);
+    }
+    let path = shared("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
+    let small = read_trace_in_chunks(&path, &mut |_| {}, 4096).unwrap();
+    let big = read(&path).unwrap();
+    assert_eq!(small.gpu_ops, big.gpu_ops);
+    assert_eq!(small.py_frames, big.py_frames);
+    assert_eq!(small.json_bytes, big.json_bytes);
+}
+
+#[test]
+fn invalid_utf8_becomes_replacement_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let mut bytes = br#"[{"ph": "X", "cat": "cpu_op", "name": "a"#.to_vec();
+    bytes.extend_from_slice(&[0xff, b'b', 0xe5, 0x90]);
+    bytes.extend_from_slice(br#"", "pid": 1, "tid": 1, "ts": 3, "dur": 4}]"#);
+    std::fs::write(&path, &bytes).unwrap();
+    for chunk in [1, 2, 3, 1 << 20] {
+        let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+        assert_eq!(
+            t.name(t.cpu_ops[0].name),
+            "a\u{fffd}b\u{fffd}",
+            "chunk {chunk}"
+        );
+    }
+}
+
+#[test]
+fn progress_reaches_the_file_size() {
+    let path = shared("AMD-AGI__TraceLens__eager_trace.json.gz");
+    let mut seen = Vec::new();
+    let t = read_trace(&path, &mut |n| seen.push(n)).unwrap();
+    assert_eq!(seen.last().copied(), Some(816469));
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]));
+    assert!(t.json_bytes > 816469);
+}
+
+#[test]
+fn decimal_text_to_exact_nanoseconds() {
+    let cases = [
+        ("1428625731896.179", Some(1428625731896179)),
+        ("6520618853487.683", Some(6520618853487683)),
+        ("1606910596297023", Some(1606910596297023000)),
+        ("2.25", Some(2250)),
+        ("0.0005", Some(1)),
+        ("0.0004", Some(0)),
+        ("1e3", Some(1_000_000)),
+        ("1.5E-3", Some(2)),
+        ("-1.5", Some(-1500)),
+        ("0", Some(0)),
+        ("", None),
+        ("abc", None),
+        ("1.2.3", None),
+        ("99999999999999999999", None),
+    ];
+    for (text, want) in cases {
+        assert_eq!(decimal_micros_to_ns(text), want, "{text}");
+    }
+    // A sum that f64 microseconds would not give exactly.
+    let durs = ["0.1", "0.2", "4909914216204.635"];
+    let sum: i64 = durs.iter().map(|d| decimal_micros_to_ns(d).unwrap()).sum();
+    assert_eq!(sum, 4909914216204935);
+}
