@@ -20,8 +20,8 @@ pub mod exit;
 pub mod output;
 pub mod plugins;
 pub mod report;
-pub mod run;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod tools;
 pub mod trace;
+pub mod triage;

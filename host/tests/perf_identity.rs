@@ -29,7 +29,10 @@ fn shared_traces() -> Vec<PathBuf> {
     let sources = std::fs::read_to_string(dir.join("SOURCES.md")).unwrap();
     for file in &files {
         let name = file.file_name().unwrap().to_string_lossy();
-        assert!(sources.contains(&format!("`{name}`")), "{name} not in SOURCES.md");
+        assert!(
+            sources.contains(&format!("`{name}`")),
+            "{name} not in SOURCES.md"
+        );
     }
     assert!(files.len() >= 9, "the real traces of SOURCES.md: {files:?}");
     files

@@ -5,7 +5,7 @@ use crate::cli::capture::CapturePlanArgs;
 use crate::cli::GlobalArgs;
 use crate::error::Result;
 use crate::output::print_stdout;
-use crate::run::load_plugins;
+use crate::triage::load_plugins;
 
 pub fn exec(args: &CapturePlanArgs, global: &GlobalArgs) -> Result<()> {
     let plugin_set = load_plugins(&global.plugin_dirs)?;

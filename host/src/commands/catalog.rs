@@ -6,7 +6,7 @@ use crate::catalog::{self, Catalog, Evidence, FusionCatalog};
 use crate::cli::{CatalogCommand, CatalogFormat, GlobalArgs};
 use crate::error::{Result, TriageError};
 use crate::output::print_stdout;
-use crate::run::load_plugins;
+use crate::triage::load_plugins;
 
 pub fn exec(command: &CatalogCommand, global: &GlobalArgs) -> Result<()> {
     let plugin_set = load_plugins(&global.plugin_dirs)?;

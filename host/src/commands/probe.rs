@@ -6,7 +6,7 @@ use crate::cli::capture::ProbeArgs;
 use crate::cli::GlobalArgs;
 use crate::error::{Result, TriageError};
 use crate::output::print_stdout;
-use crate::run::load_plugins;
+use crate::triage::load_plugins;
 
 pub fn exec(args: &ProbeArgs, global: &GlobalArgs) -> Result<()> {
     let plugin_set = load_plugins(&global.plugin_dirs)?;

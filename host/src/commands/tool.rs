@@ -3,8 +3,8 @@
 use crate::cli::{GlobalArgs, ToolArgs};
 use crate::error::Result;
 use crate::output::print_stdout;
-use crate::run::load_plugins;
 use crate::tools::{self, Invocation};
+use crate::triage::load_plugins;
 
 pub fn exec(args: &ToolArgs, global: &GlobalArgs) -> Result<()> {
     let plugin_set = load_plugins(&global.plugin_dirs)?;

@@ -9,7 +9,7 @@ use crate::cli::{GlobalArgs, OutputFormat, TriageArgs};
 use crate::error::{Result, TriageError};
 use crate::output::{print_stdout, write_text};
 use crate::report::{self, Format};
-use crate::run::{load_plugins, triage, TriageRequest};
+use crate::triage::{self, load_plugins, TriageRequest};
 
 pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
     if !(args.min_share.is_finite() && (0.0..=100.0).contains(&args.min_share)) {
@@ -41,7 +41,7 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         run_logs: args.run_log.clone(),
         pid_substring: args.pid_substring.clone().filter(|p| !p.is_empty()),
     };
-    let mut report = triage(&request)?;
+    let mut report = triage::run(&request)?;
     report.notes.extend(inputs.notes);
     let format = match args.format {
         OutputFormat::Markdown => Format::Markdown,

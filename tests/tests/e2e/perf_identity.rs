@@ -74,7 +74,10 @@ fn real_traces_give_identical_reports_with_both_readers() {
     let succeeded: usize = traces.iter().map(|(f, _)| assert_identical(f)).sum();
     // Every trace SOURCES.md gives an engine triages in all three formats; the refused
     // ones exit 4 in all three.
-    let engines = traces.iter().filter(|(_, v)| !v.starts_with("refuse")).count();
+    let engines = traces
+        .iter()
+        .filter(|(_, v)| !v.starts_with("refuse"))
+        .count();
     assert!(engines >= 5, "{traces:?}");
     assert_eq!(succeeded, engines * 3);
 }

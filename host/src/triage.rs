@@ -100,7 +100,7 @@ fn staged_traces<'a>(traces: &'a [Trace], prepared: &'a Prepared<'_>) -> Vec<Sta
         .collect()
 }
 
-pub fn triage(request: &TriageRequest) -> Result<Report> {
+pub fn run(request: &TriageRequest) -> Result<Report> {
     let traces_set = discover(&request.input, request.rank)?;
     let mapping_set = match &request.mapping_input {
         Some(path) => Some(discover(path, request.rank)?),
