@@ -21,7 +21,7 @@ use crate::error::{Result, TriageError};
 use crate::report::{self, Format, Report, SCHEMA_VERSION};
 
 /// The document title when `--title` is not given (the predecessor's).
-pub const DEFAULT_TITLE: &str = "Unified LLM Torch Profiler Triage Bundle";
+pub(crate) const DEFAULT_TITLE: &str = "Unified LLM Torch Profiler Triage Bundle";
 
 /// The report extensions a root scan picks up.
 const REPORT_EXTENSIONS: &[&str] = &["txt", "md", "json"];
@@ -42,7 +42,7 @@ const ENGINE_ORDER: &[&str] = &["SGLang", "vLLM", "TensorRT-LLM", "TokenSpeed"];
 
 /// What to bundle, and how.
 #[derive(Clone, Debug)]
-pub struct BundleRequest {
+pub(crate) struct BundleRequest {
     /// Scanned recursively for `analysis_*.{txt,md,json}`.
     pub analysis_root: Option<PathBuf>,
     /// `PATH` or `LABEL=PATH`, in the order given.
@@ -56,7 +56,7 @@ pub struct BundleRequest {
 
 /// A report file and the model id it is filed under.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub label: String,
     pub path: PathBuf,
 }
@@ -72,7 +72,7 @@ struct Section {
 }
 
 /// The whole bundle as markdown, ending in exactly one newline.
-pub fn bundle(request: &BundleRequest) -> Result<String> {
+pub(crate) fn bundle(request: &BundleRequest) -> Result<String> {
     let entries = entries(request)?;
     let sections = entries
         .iter()
@@ -87,7 +87,7 @@ pub fn bundle(request: &BundleRequest) -> Result<String> {
 }
 
 /// Every report to bundle: the root's, then the explicit ones. Missing files are one error.
-pub fn entries(request: &BundleRequest) -> Result<Vec<Entry>> {
+pub(crate) fn entries(request: &BundleRequest) -> Result<Vec<Entry>> {
     if request.analysis_root.is_none() && request.analysis_files.is_empty() {
         return Err(TriageError::Usage(
             "Provide at least one of --analysis-root or --analysis-file.".to_string(),
@@ -131,7 +131,7 @@ pub fn entries(request: &BundleRequest) -> Result<Vec<Entry>> {
 
 /// `LABEL=PATH` or `PATH`. A whole argument that names an existing file is a path even
 /// if it holds `=`. Without a label, the file's parent directory names the model.
-pub fn explicit_entry(spec: &str) -> Entry {
+pub(crate) fn explicit_entry(spec: &str) -> Entry {
     let as_path = PathBuf::from(spec);
     let (label, path) = match spec.split_once('=') {
         Some((label, path)) if !label.is_empty() && !as_path.is_file() => {
@@ -151,7 +151,7 @@ pub fn explicit_entry(spec: &str) -> Entry {
 
 /// Every `analysis_*` report under `root`, in path order, labelled by the first directory
 /// below the root (files directly in the root: the root's own name).
-pub fn root_entries(root: &Path) -> Result<Vec<Entry>> {
+pub(crate) fn root_entries(root: &Path) -> Result<Vec<Entry>> {
     if !root.is_dir() {
         return Err(TriageError::input(
             root,
@@ -200,7 +200,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 /// `analysis_<anything>.txt|md|json`.
-pub fn is_report_name(path: &Path) -> bool {
+pub(crate) fn is_report_name(path: &Path) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
@@ -213,7 +213,7 @@ pub fn is_report_name(path: &Path) -> bool {
 }
 
 /// The engine a file name names (lower-cased, first match), as the predecessor read it.
-pub fn engine_from_file_name(path: &Path) -> Option<&'static str> {
+pub(crate) fn engine_from_file_name(path: &Path) -> Option<&'static str> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
@@ -303,7 +303,7 @@ fn line_value(text: &str, prefix: &str) -> Option<String> {
 
 /// A report as bundle text: line ends, colour codes and outer blank lines gone, the table
 /// titles as headings; the aligned tables of `--format text` fenced so they stay aligned.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     let text = strip_ansi(&text.replace("\r\n", "\n"));
     let text = text.trim();
     if text.is_empty() {
@@ -492,12 +492,12 @@ fn heading_text(line: &str) -> Option<&str> {
 /// GitHub's heading anchors: lower case; every character that is not a letter, digit,
 /// space, `-` or `_` dropped; each space a `-`; the n-th repeat of an anchor gets `-n`.
 #[derive(Default)]
-pub struct Slugger {
+pub(crate) struct Slugger {
     seen: HashMap<String, usize>,
 }
 
 impl Slugger {
-    pub fn slug(&mut self, heading: &str) -> String {
+    pub(crate) fn slug(&mut self, heading: &str) -> String {
         let base: String = heading
             .to_lowercase()
             .chars()

@@ -5,7 +5,7 @@
 //! documents and age checks can be pinned), else the system clock.
 
 /// Seconds since the Unix epoch: `SOURCE_DATE_EPOCH`, else now.
-pub fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|v| v.trim().parse().ok())
@@ -18,12 +18,12 @@ pub fn now_secs() -> u64 {
 }
 
 /// Today as days since the Unix epoch (UTC).
-pub fn today() -> i64 {
+pub(crate) fn today() -> i64 {
     (now_secs() / 86_400) as i64
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` for seconds since the Unix epoch.
-pub fn utc_text(secs: u64) -> String {
+pub(crate) fn utc_text(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
@@ -37,7 +37,7 @@ pub fn utc_text(secs: u64) -> String {
 
 /// Days since the Unix epoch of an ISO date `YYYY-MM-DD` (a time part after it is
 /// ignored); `None` when it is not a valid date.
-pub fn days_from_iso(date: &str) -> Option<i64> {
+pub(crate) fn days_from_iso(date: &str) -> Option<i64> {
     let date = date.trim().get(..10)?;
     let mut parts = date.split('-');
     let y: i64 = parts.next()?.parse().ok()?;
@@ -49,7 +49,7 @@ pub fn days_from_iso(date: &str) -> Option<i64> {
 }
 
 /// Howard Hinnant's days-from-civil: the day count of a proleptic Gregorian date.
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y.rem_euclid(400);
@@ -60,7 +60,7 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// Howard Hinnant's days-to-civil: the proleptic Gregorian date of a day count.
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -1,27 +1,33 @@
 //! llm-triage: one report from a torch.profiler trace of an LLM serving engine.
 //!
-//! The data flow, one module per step (see `shared/design/ARCHITECTURE.md`):
+//! The data flow, one module per step (see `docs/architecture.md`):
 //!
 //! ```text
 //! inputs --trace::discover--> TraceSet --trace::read--> Trace --trace::link--> Linked
 //!        --plugins::select--> Engine  --trace::stage--> StageSplit
 //!        --analyze--> Report --report::render--> markdown | text | json
 //! ```
+//!
+//! Modules are `pub` only where the binary, `host/tests`, the fuzz targets or the examples
+//! use them; everything else is crate-private, so the compiler reports dead code
+//! (`unreachable_pub` keeps `pub` from creeping back on items nothing outside needs).
+#![warn(unreachable_pub)]
+
 pub mod analyze;
-pub mod bundle;
-pub mod capture;
+pub(crate) mod bundle;
+pub(crate) mod capture;
 pub mod catalog;
-pub mod checks;
+pub(crate) mod checks;
 pub mod cli;
 pub mod commands;
-pub mod dates;
+pub(crate) mod dates;
 pub mod error;
 pub mod exit;
-pub mod output;
+pub(crate) mod output;
 pub mod plugins;
 pub mod report;
 #[cfg(test)]
 pub(crate) mod testutil;
-pub mod tools;
+pub(crate) mod tools;
 pub mod trace;
-pub mod triage;
+pub(crate) mod triage;

@@ -16,12 +16,12 @@ pub(crate) fn shared_trace_path(name: &str) -> PathBuf {
 
 /// A trace built event by event: every time is in nanoseconds, CPU events live in pid
 /// `host`, GPU ops on pid `gpu` stream `7`. `build` returns a copy.
-pub struct TraceFixture {
+pub(crate) struct TraceFixture {
     trace: Trace,
 }
 
 impl TraceFixture {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         TraceFixture {
             trace: Trace::default(),
         }
@@ -34,12 +34,12 @@ impl TraceFixture {
         )
     }
 
-    pub fn path(&mut self, path: &str) -> &mut Self {
+    pub(crate) fn path(&mut self, path: &str) -> &mut Self {
         self.trace.path = path.into();
         self
     }
 
-    pub fn kernel(
+    pub(crate) fn kernel(
         &mut self,
         name: &str,
         ts: i64,
@@ -50,7 +50,7 @@ impl TraceFixture {
         self.gpu_op_on("gpu", name, ts, dur, correlation, external_id)
     }
 
-    pub fn gpu_op_on(
+    pub(crate) fn gpu_op_on(
         &mut self,
         pid: &str,
         name: &str,
@@ -82,7 +82,7 @@ impl TraceFixture {
         self
     }
 
-    pub fn runtime(
+    pub(crate) fn runtime(
         &mut self,
         name: &str,
         ts: i64,
@@ -105,7 +105,7 @@ impl TraceFixture {
         self
     }
 
-    pub fn cpu_op(
+    pub(crate) fn cpu_op(
         &mut self,
         name: &str,
         ts: i64,
@@ -126,7 +126,7 @@ impl TraceFixture {
         self
     }
 
-    pub fn frame(&mut self, name: &str, ts: i64, dur: i64, tid: u32) -> &mut Self {
+    pub(crate) fn frame(&mut self, name: &str, ts: i64, dur: i64, tid: u32) -> &mut Self {
         let (pid, tid) = self.thread(tid);
         let frame = PyFrame {
             name: self.trace.strings.intern(name),
@@ -139,7 +139,7 @@ impl TraceFixture {
         self
     }
 
-    pub fn annotation(&mut self, name: &str, ts: i64, dur: i64, on_gpu: bool) -> &mut Self {
+    pub(crate) fn annotation(&mut self, name: &str, ts: i64, dur: i64, on_gpu: bool) -> &mut Self {
         let (pid, tid) = if on_gpu {
             (
                 self.trace.strings.intern("gpu"),
@@ -161,7 +161,7 @@ impl TraceFixture {
         self
     }
 
-    pub fn build(&self) -> Trace {
+    pub(crate) fn build(&self) -> Trace {
         self.trace.clone()
     }
 }

@@ -19,7 +19,7 @@ use crate::plugins::{Engine, PluginSet};
 
 /// One `tool` command: which plugin and tool, and the tool's own arguments.
 #[derive(Clone, Debug)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     /// The plugin's name or alias; `None`: list every plugin's tools.
     pub plugin: Option<String>,
     /// The tool; `None`: list the plugin's tools.
@@ -29,7 +29,7 @@ pub struct Invocation {
 }
 
 /// Runs the `tool` subcommand; returns the text to print.
-pub fn run(invocation: &Invocation, plugins: &PluginSet) -> Result<String> {
+pub(crate) fn run(invocation: &Invocation, plugins: &PluginSet) -> Result<String> {
     let Some(plugin) = &invocation.plugin else {
         return list(plugins.engines.iter());
     };
@@ -68,14 +68,14 @@ pub fn run(invocation: &Invocation, plugins: &PluginSet) -> Result<String> {
 
 /// The files a tool run reads and writes, from its flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolFiles {
+pub(crate) struct ToolFiles {
     /// `(flag name, path)` in the spec's order.
     pub inputs: Vec<(String, PathBuf)>,
     pub outputs: Vec<(String, PathBuf)>,
 }
 
 /// `--name FILE` or `--name=FILE` for every input and output the spec declares.
-pub fn parse_files(engine: &Engine, spec: &ToolSpec, args: &[String]) -> Result<ToolFiles> {
+pub(crate) fn parse_files(engine: &Engine, spec: &ToolSpec, args: &[String]) -> Result<ToolFiles> {
     let usage_error =
         |problem: String| TriageError::Usage(format!("{problem}; usage: {}", usage(engine, spec)));
     let mut given: Vec<(String, PathBuf)> = Vec::new();

@@ -26,7 +26,7 @@ use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
 /// What the user asked for, in domain terms (the CLI maps flags onto this).
 #[derive(Clone, Debug)]
-pub struct TriageRequest {
+pub(crate) struct TriageRequest {
     /// The trace file or directory; in mapping+formal mode, the formal one (production
     /// config, CUDA graphs on), whose times every table reads.
     pub input: PathBuf,
@@ -100,7 +100,7 @@ fn staged_traces<'a>(traces: &'a [Trace], prepared: &'a Prepared<'_>) -> Vec<Sta
         .collect()
 }
 
-pub fn run(request: &TriageRequest) -> Result<Report> {
+pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     let traces_set = discover(&request.input, request.rank)?;
     let mapping_set = match &request.mapping_input {
         Some(path) => Some(discover(path, request.rank)?),
@@ -273,7 +273,7 @@ fn input_infos(set: &TraceSet, traces: &[Trace]) -> Vec<InputInfo> {
 }
 
 /// Loads every plugin on the search path; with none usable there is nothing to do.
-pub fn load_plugins(cli_dirs: &[PathBuf]) -> Result<PluginSet> {
+pub(crate) fn load_plugins(cli_dirs: &[PathBuf]) -> Result<PluginSet> {
     let dirs = plugins::search_dirs(cli_dirs);
     let set = plugins::load_all(&dirs);
     if set.engines.is_empty() {

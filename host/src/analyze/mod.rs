@@ -3,6 +3,6 @@
 pub mod fuse;
 pub mod kernels;
 pub mod location;
-pub mod overlap;
+pub(crate) mod overlap;
 #[cfg(test)]
 mod tests;

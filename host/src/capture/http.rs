@@ -12,10 +12,10 @@ const SHOWN_BODY: usize = 200;
 /// Probe bodies handed to plugins are cut to this.
 const PROBE_BODY: usize = 64 * 1024;
 /// GET probes are short: a live server answers them at once.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The GET probes of [`EndpointEvidence`], on the serving URL.
-pub const PROBES: [&str; 5] = [
+pub(crate) const PROBES: [&str; 5] = [
     "/server_info",
     "/get_server_info",
     "/version",
@@ -23,34 +23,34 @@ pub const PROBES: [&str; 5] = [
     "/readiness",
 ];
 /// Probes of the control URL (TokenSpeed's sidecar serves these itself).
-pub const CONTROL_PROBES: [&str; 2] = ["/get_server_info", "/health"];
+pub(crate) const CONTROL_PROBES: [&str; 2] = ["/get_server_info", "/health"];
 
 /// An answer: status and body text.
 #[derive(Clone, Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub body: String,
 }
 
 impl Answer {
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         (200..300).contains(&self.status)
     }
 }
 
 /// A base URL without its trailing `/`.
-pub fn base(url: &str) -> String {
+pub(crate) fn base(url: &str) -> String {
     url.trim().trim_end_matches('/').to_string()
 }
 
-pub fn client() -> Result<reqwest::Client, TriageError> {
+pub(crate) fn client() -> Result<reqwest::Client, TriageError> {
     reqwest::Client::builder()
         .build()
         .map_err(|e| TriageError::Capture(format!("cannot start the HTTP client: {e}")))
 }
 
 /// Sends one request. `Err` is a failure to get any answer, worded for a message.
-pub async fn send(
+pub(crate) async fn send(
     client: &reqwest::Client,
     method: HttpMethod,
     url: &str,
@@ -94,7 +94,7 @@ fn describe(e: &reqwest::Error, timeout: Duration) -> String {
     }
 }
 
-pub fn seconds(d: Duration) -> String {
+pub(crate) fn seconds(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s.fract() == 0.0 {
         format!("{s:.0} s")
@@ -104,12 +104,12 @@ pub fn seconds(d: Duration) -> String {
 }
 
 /// One line: `POST http://h/start_profile (start the profiler): HTTP 404: <body>`.
-pub fn failure(method: HttpMethod, url: &str, step: &str, what: &str) -> TriageError {
+pub(crate) fn failure(method: HttpMethod, url: &str, step: &str, what: &str) -> TriageError {
     TriageError::Capture(format!("{} {url} ({step}): {what}", method.as_str()))
 }
 
 /// `HTTP <status>: <first line of the body>`.
-pub fn status_text(answer: &Answer) -> String {
+pub(crate) fn status_text(answer: &Answer) -> String {
     let body = snippet(&answer.body);
     if body.is_empty() {
         format!("HTTP {} (empty body)", answer.status)
@@ -119,7 +119,7 @@ pub fn status_text(answer: &Answer) -> String {
 }
 
 /// The body on one line, cut to a readable length.
-pub fn snippet(body: &str) -> String {
+pub(crate) fn snippet(body: &str) -> String {
     let one_line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() > SHOWN_BODY {
         let cut: String = one_line.chars().take(SHOWN_BODY).collect();
@@ -130,7 +130,7 @@ pub fn snippet(body: &str) -> String {
 }
 
 /// Whether `answer` is success for `call`: any 2xx, or an accepted status + body text.
-pub fn accepted(call: &HttpCall, answer: &Answer) -> bool {
+pub(crate) fn accepted(call: &HttpCall, answer: &Answer) -> bool {
     answer.ok()
         || call
             .also_accept
@@ -139,7 +139,7 @@ pub fn accepted(call: &HttpCall, answer: &Answer) -> bool {
 }
 
 /// GETs every probe path at once. A probe that gets no answer has status 0.
-pub async fn gather_evidence(
+pub(crate) async fn gather_evidence(
     client: &reqwest::Client,
     url: &str,
     control_url: Option<&str>,
@@ -193,7 +193,7 @@ pub async fn gather_evidence(
 }
 
 /// `[/server_info: 404, /v1/models: 200, /readiness: no answer]`.
-pub fn probe_summary(evidence: &EndpointEvidence) -> String {
+pub(crate) fn probe_summary(evidence: &EndpointEvidence) -> String {
     let parts: Vec<String> = evidence
         .probes
         .iter()

@@ -17,7 +17,7 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 const SIGINT_EXIT: i32 = 130;
 
 /// Takes over SIGINT for the rest of the process (idempotent).
-pub fn install() {
+pub(crate) fn install() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         std::thread::spawn(|| {
@@ -40,20 +40,13 @@ pub fn install() {
 }
 
 /// While the returned guard lives, Ctrl-C interrupts instead of ending the process.
-pub fn arm() -> Armed {
+pub(crate) fn arm() -> Armed {
     INTERRUPTED.store(false, Ordering::SeqCst);
     ARMED.store(true, Ordering::SeqCst);
     Armed
 }
 
-pub struct Armed;
-
-impl Armed {
-    /// Whether Ctrl-C came while armed.
-    pub fn interrupted(&self) -> bool {
-        INTERRUPTED.load(Ordering::SeqCst)
-    }
-}
+pub(crate) struct Armed;
 
 impl Drop for Armed {
     fn drop(&mut self) {
@@ -63,7 +56,7 @@ impl Drop for Armed {
 }
 
 /// Completes when Ctrl-C comes (polled: the flag is set by the signal thread).
-pub async fn interrupted() {
+pub(crate) async fn interrupted() {
     while !INTERRUPTED.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

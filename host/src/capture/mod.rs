@@ -13,18 +13,18 @@
 //! * [`plan`]: `capture-plan`, the protocol printed instead of run.
 //! * [`probe`](mod@probe): `probe`, a smoke test of a running server.
 
-pub mod http;
-pub mod interrupt;
-pub mod options;
-pub mod plan;
-pub mod probe;
-pub mod run;
-pub mod wait;
-pub mod workload;
+pub(crate) mod http;
+pub(crate) mod interrupt;
+pub(crate) mod options;
+pub(crate) mod plan;
+pub(crate) mod probe;
+pub(crate) mod run;
+pub(crate) mod wait;
+pub(crate) mod workload;
 
-pub use options::{Options, Sources, Workloads};
-pub use plan::capture_plan_text;
-pub use probe::{probe, ProbeRequest};
+pub(crate) use options::{Options, Sources, Workloads};
+pub(crate) use plan::capture_plan_text;
+pub(crate) use probe::{probe, ProbeRequest};
 
 use std::path::PathBuf;
 
@@ -35,7 +35,7 @@ use run::Target;
 
 /// The traces a triage reads, after any live capture.
 #[derive(Clone, Debug)]
-pub struct Inputs {
+pub(crate) struct Inputs {
     pub input: PathBuf,
     pub mapping_input: Option<PathBuf>,
     /// The engine decided before a capture (kept, never re-detected); else `--framework`.
@@ -46,7 +46,7 @@ pub struct Inputs {
 
 /// Resolves the sources to trace paths, capturing from every URL first (mapping, then
 /// formal). Without any URL this is exactly `--input` / `--mapping-input` + `--formal-input`.
-pub fn resolve_inputs(
+pub(crate) fn resolve_inputs(
     sources: &Sources,
     plugins: impl Fn() -> Result<PluginSet, TriageError>,
 ) -> Result<Inputs, TriageError> {

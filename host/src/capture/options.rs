@@ -9,7 +9,7 @@ use llm_triage_plugin_api::Workload;
 
 /// Where the traces of one triage come from: paths, or servers to capture from first.
 #[derive(Clone, Debug)]
-pub struct Sources {
+pub(crate) struct Sources {
     /// `--input`: one trace file or profile directory (single-trace mode).
     pub input: Option<PathBuf>,
     /// `--mapping-input`: mapping+formal mode's mapping trace.
@@ -23,7 +23,7 @@ pub struct Sources {
 
 /// Which traces a triage reads, when nothing is captured.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum InputMode {
+pub(crate) enum InputMode {
     /// `--input`: one trace (or directory) for every table.
     Single(PathBuf),
     /// `--mapping-input` + `--formal-input`.
@@ -33,7 +33,7 @@ pub enum InputMode {
 impl Sources {
     /// The input mode the paths ask for, or the usage error that says what to pass.
     /// An empty path counts as not given.
-    pub fn input_mode(&self) -> Result<InputMode, String> {
+    pub(crate) fn input_mode(&self) -> Result<InputMode, String> {
         let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
         let input = given(&self.input);
         let mapping = given(&self.mapping_input);
@@ -63,7 +63,7 @@ impl Sources {
 
 /// Which workloads a live capture profiles (`--profile-workload`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Workloads {
+pub(crate) enum Workloads {
     /// One mixed capture of a short instruction prompt (the predecessor's first mode).
     Legacy,
     Prefill,
@@ -74,7 +74,7 @@ pub enum Workloads {
 
 impl Workloads {
     /// The workloads, in the order they are captured.
-    pub fn in_order(self) -> Vec<Workload> {
+    pub(crate) fn in_order(self) -> Vec<Workload> {
         match self {
             Workloads::Both => vec![Workload::Prefill, Workload::Decode],
             Workloads::Prefill => vec![Workload::Prefill],
@@ -87,7 +87,7 @@ impl Workloads {
 /// Everything a live capture is told, one field per flag (`cli::capture::CaptureArgs`
 /// documents each).
 #[derive(Clone, Debug)]
-pub struct Options {
+pub(crate) struct Options {
     pub url: Option<String>,
     pub output_dir: Option<PathBuf>,
     pub control_url: Option<String>,
@@ -122,14 +122,14 @@ pub struct Options {
 }
 
 impl Options {
-    pub fn any_url(&self) -> bool {
+    pub(crate) fn any_url(&self) -> bool {
         [&self.url, &self.mapping_url, &self.formal_url]
             .iter()
             .any(|u| given(u).is_some())
     }
 
     /// Flag checks clap cannot express; each error is a usage error (exit 2).
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         self.validate_values()?;
         let pairs = [
             (
@@ -186,7 +186,7 @@ impl Options {
     }
 
     /// The values alone (also for `capture-plan`, which needs no URL).
-    pub fn validate_values(&self) -> Result<(), String> {
+    pub(crate) fn validate_values(&self) -> Result<(), String> {
         for url in [
             &self.url,
             &self.mapping_url,
@@ -240,12 +240,12 @@ impl Options {
 }
 
 /// An option that is present and non-empty.
-pub fn given(value: &Option<String>) -> Option<&str> {
+pub(crate) fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
 /// Only `http://host[:port][/prefix]`: the client is built without TLS.
-pub fn check_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_url(url: &str) -> Result<(), String> {
     if url.starts_with("https://") {
         return Err(format!(
             "{url}: https is not supported yet (the capture client speaks plain http)"

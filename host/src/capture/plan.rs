@@ -14,7 +14,7 @@ use crate::plugins::PluginSet;
 
 /// `llm-triage capture-plan`: the protocol of the engine `framework` names, for each
 /// workload, as a capture with `capture` would run it.
-pub fn capture_plan_text(
+pub(crate) fn capture_plan_text(
     framework: &str,
     capture: &Options,
     plugins: &PluginSet,

@@ -12,7 +12,7 @@ use crate::plugins::PluginSet;
 
 /// What `probe` sends, and to which server.
 #[derive(Clone, Debug)]
-pub struct ProbeRequest {
+pub(crate) struct ProbeRequest {
     pub url: String,
     /// `auto` (detect from the server's answers), or a plugin name or alias.
     pub framework: String,
@@ -28,7 +28,10 @@ pub struct ProbeRequest {
 
 /// `llm-triage probe`: sends requests one at a time; returns the JSON statistics and
 /// whether every request answered with text (the caller fails with exit 5 if not).
-pub fn probe(request: &ProbeRequest, plugins: &PluginSet) -> Result<(String, bool), TriageError> {
+pub(crate) fn probe(
+    request: &ProbeRequest,
+    plugins: &PluginSet,
+) -> Result<(String, bool), TriageError> {
     check_url(&request.url).map_err(TriageError::Usage)?;
     if request.requests == 0 || request.max_tokens == 0 {
         return Err(TriageError::Usage(

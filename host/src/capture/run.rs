@@ -18,7 +18,7 @@ use crate::plugins::{Engine, PluginSet};
 
 /// One side's capture target (single mode, or the mapping / formal side).
 #[derive(Clone, Debug)]
-pub struct Target {
+pub(crate) struct Target {
     pub url: String,
     pub output_dir: Option<PathBuf>,
     pub prefix: Option<String>,
@@ -27,7 +27,7 @@ pub struct Target {
 
 /// What a capture left behind.
 #[derive(Clone, Debug)]
-pub struct Captured {
+pub(crate) struct Captured {
     /// The run directory: `<stage>/` subdirectories plus `server_args.json`.
     pub root: PathBuf,
     /// The engine plugin name, decided before the capture (and kept for the triage).
@@ -37,7 +37,7 @@ pub struct Captured {
 
 /// The engine for `url`: the one `--framework` names, or the single strongest claim on
 /// the probe answers (none or a tie: exit 4).
-pub fn choose_engine<'p>(
+pub(crate) fn choose_engine<'p>(
     plugins: &'p PluginSet,
     framework: &str,
     evidence: &EndpointEvidence,
@@ -76,7 +76,7 @@ pub fn choose_engine<'p>(
     }
 }
 
-pub fn runtime() -> Result<tokio::runtime::Runtime, TriageError> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, TriageError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -84,7 +84,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, TriageError> {
 }
 
 /// The capture request of one workload.
-pub fn request(
+pub(crate) fn request(
     args: &Options,
     target: &Target,
     workload: Workload,
@@ -108,7 +108,7 @@ pub fn request(
     }
 }
 
-pub fn shape_flags(args: &Options) -> ShapeFlags {
+pub(crate) fn shape_flags(args: &Options) -> ShapeFlags {
     ShapeFlags {
         warmup_steps: args.warmup_steps,
         num_steps: args.num_steps,
@@ -123,7 +123,7 @@ pub fn shape_flags(args: &Options) -> ShapeFlags {
 }
 
 /// Captures from `target` and returns the run directory to triage.
-pub fn capture(
+pub(crate) fn capture(
     args: &Options,
     target: &Target,
     framework: &str,
@@ -421,7 +421,7 @@ fn sent_note(
 }
 
 /// `data[0].id` of `/v1/models`, else the model path in the server info.
-pub fn model_id(evidence: &EndpointEvidence) -> Option<String> {
+pub(crate) fn model_id(evidence: &EndpointEvidence) -> Option<String> {
     let json = |path: &str| -> Option<serde_json::Value> {
         serde_json::from_str(evidence.ok_body(path)?).ok()
     };

@@ -14,23 +14,23 @@ use llm_triage_plugin_api::TraceFiles;
 use crate::error::TriageError;
 
 /// How often the directory is listed.
-pub const POLL: Duration = Duration::from_millis(200);
+pub(crate) const POLL: Duration = Duration::from_millis(200);
 
 /// Names that are never traces even with a trace-like suffix.
 const RESERVED: [&str; 3] = ["server_args.json", "metadata.json", "config.json"];
 
 /// A file's identity for "has it changed": size and modification time.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     pub len: u64,
     pub modified: SystemTime,
 }
 
 /// Trace files under a directory before the capture, by path.
-pub type Snapshot = HashMap<PathBuf, Stamp>;
+pub(crate) type Snapshot = HashMap<PathBuf, Stamp>;
 
 /// Every trace-named file below `dir` (recursively, skipping `skip`), with its stamp.
-pub fn snapshot(dir: &Path, traces: &TraceFiles, skip: Option<&Path>) -> Snapshot {
+pub(crate) fn snapshot(dir: &Path, traces: &TraceFiles, skip: Option<&Path>) -> Snapshot {
     let mut out = Snapshot::new();
     let mut pending = vec![(dir.to_path_buf(), 0usize)];
     while let Some((d, depth)) = pending.pop() {
@@ -59,7 +59,7 @@ pub fn snapshot(dir: &Path, traces: &TraceFiles, skip: Option<&Path>) -> Snapsho
 }
 
 /// A file name with one of the plan's suffixes and prefix, not a reserved name.
-pub fn is_trace_name(path: &Path, traces: &TraceFiles) -> bool {
+pub(crate) fn is_trace_name(path: &Path, traces: &TraceFiles) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -72,7 +72,7 @@ pub fn is_trace_name(path: &Path, traces: &TraceFiles) -> bool {
 }
 
 /// Files of `now` that were not in `before`, or changed since.
-pub fn new_files(before: &Snapshot, now: &Snapshot) -> BTreeMap<PathBuf, Stamp> {
+pub(crate) fn new_files(before: &Snapshot, now: &Snapshot) -> BTreeMap<PathBuf, Stamp> {
     now.iter()
         .filter(|(path, stamp)| before.get(*path) != Some(*stamp))
         .map(|(p, s)| (p.clone(), *s))
@@ -80,7 +80,7 @@ pub fn new_files(before: &Snapshot, now: &Snapshot) -> BTreeMap<PathBuf, Stamp> 
 }
 
 /// Why a file is not (yet) a complete trace; `None` when it is.
-pub fn incomplete(path: &Path) -> Option<String> {
+pub(crate) fn incomplete(path: &Path) -> Option<String> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) => return Some(format!("cannot open: {e}")),
@@ -152,7 +152,7 @@ struct Seen {
 
 /// Waits until at least one new trace file exists under `dir` and every new file is
 /// complete, then returns them sorted by path. `skip` is a directory not to look in.
-pub fn wait_for_traces(
+pub(crate) fn wait_for_traces(
     dir: &Path,
     traces: &TraceFiles,
     before: &Snapshot,
@@ -244,7 +244,7 @@ fn timeout_error(
 
 /// Moves `files` into `to` (a rename, or copy and delete across file systems), keeping
 /// names; a clash gets a numbered name. Returns the new paths.
-pub fn move_into(files: &[PathBuf], to: &Path) -> Result<Vec<PathBuf>, TriageError> {
+pub(crate) fn move_into(files: &[PathBuf], to: &Path) -> Result<Vec<PathBuf>, TriageError> {
     std::fs::create_dir_all(to)
         .map_err(|e| TriageError::Capture(format!("cannot create {}: {e}", to.display())))?;
     let mut moved = Vec::new();

@@ -19,7 +19,7 @@ use crate::error::TriageError;
 
 /// The shape of one stage's load.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub workload: Workload,
     /// Prompt length (tokens, or words without a tokenizer); `None`: the legacy prompt.
     pub input_len: Option<u32>,
@@ -32,7 +32,7 @@ pub struct Shape {
 
 /// The flags a shape is built from.
 #[derive(Clone, Debug)]
-pub struct ShapeFlags {
+pub(crate) struct ShapeFlags {
     pub warmup_steps: u32,
     pub num_steps: u32,
     pub probe_requests: u32,
@@ -47,7 +47,7 @@ pub struct ShapeFlags {
 /// Requests per stage (spec §3.3): prefill sends at least `num_steps` one-token requests
 /// after as many warm-ups as `--warmup-steps`; decode sends one long generation after one
 /// warm-up generation of `--warmup-steps` tokens; legacy sends the instruction prompt.
-pub fn shape(workload: Workload, f: &ShapeFlags) -> Shape {
+pub(crate) fn shape(workload: Workload, f: &ShapeFlags) -> Shape {
     let c = f.probe_requests.max(1);
     let n = f.num_steps.max(1);
     match workload {
@@ -86,13 +86,13 @@ pub fn shape(workload: Workload, f: &ShapeFlags) -> Shape {
 
 /// A prompt: token ids (exact length) or text.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Prompt {
+pub(crate) enum Prompt {
     Tokens(Vec<u64>),
     Text(String),
 }
 
 /// How prompts are made for one server.
-pub struct Generator<'a> {
+pub(crate) struct Generator<'a> {
     pub client: &'a reqwest::Client,
     pub base_url: &'a str,
     pub plan: &'a CapturePlan,
@@ -104,7 +104,7 @@ pub struct Generator<'a> {
 }
 
 /// The text of request `k`: its marker, then words up to `len` words in all.
-pub fn prompt_text(k: u32, len: u32) -> String {
+pub(crate) fn prompt_text(k: u32, len: u32) -> String {
     let mut words = vec![format!("req-{k}")];
     words.extend(std::iter::repeat_n(
         "profile".to_string(),
@@ -114,13 +114,13 @@ pub fn prompt_text(k: u32, len: u32) -> String {
 }
 
 /// The legacy prompt with its marker in front.
-pub fn legacy_text(k: u32, prompt: &str) -> String {
+pub(crate) fn legacy_text(k: u32, prompt: &str) -> String {
     format!("req-{k} {prompt}")
 }
 
 /// What the capture requests of a stage produced.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Sent {
+pub(crate) struct Sent {
     pub requests: u32,
     /// Tokens the server said it generated, summed; `None` when it did not say.
     pub generated: Option<u64>,
@@ -134,7 +134,7 @@ impl Generator<'_> {
     }
 
     /// The prompt of request `k` with `len` tokens (words without a tokenizer).
-    pub async fn prompt(&mut self, k: u32, shape: &Shape) -> Result<Prompt, TriageError> {
+    pub(crate) async fn prompt(&mut self, k: u32, shape: &Shape) -> Result<Prompt, TriageError> {
         let Some(len) = shape.input_len else {
             return Ok(Prompt::Text(legacy_text(k, &shape.legacy_prompt)));
         };
@@ -194,7 +194,7 @@ impl Generator<'_> {
     }
 
     /// Sends one generation request; returns the tokens generated when the server says.
-    pub async fn generate(
+    pub(crate) async fn generate(
         &self,
         prompt: &Prompt,
         max_tokens: u32,
@@ -233,7 +233,7 @@ impl Generator<'_> {
     }
 
     /// The request body of the plan's API.
-    pub fn body(&self, prompt: &Prompt, max_tokens: u32) -> (&'static str, Value) {
+    pub(crate) fn body(&self, prompt: &Prompt, max_tokens: u32) -> (&'static str, Value) {
         match self.plan.generate {
             GenerateApi::SglangNative => {
                 let mut sampling = json!({"temperature": 0.0, "max_new_tokens": max_tokens});
@@ -273,7 +273,7 @@ impl Generator<'_> {
     }
 
     /// Sends `count` requests of `tokens` each, numbered from `first`, one at a time.
-    pub async fn run(
+    pub(crate) async fn run(
         &mut self,
         shape: &Shape,
         first: u32,
@@ -302,7 +302,7 @@ impl Generator<'_> {
 }
 
 /// `usage.completion_tokens` (OpenAI) or `meta_info.completion_tokens` (SGLang).
-pub fn generated_tokens(value: &Value) -> Option<u64> {
+pub(crate) fn generated_tokens(value: &Value) -> Option<u64> {
     value
         .pointer("/usage/completion_tokens")
         .or_else(|| value.pointer("/meta_info/completion_tokens"))
@@ -315,7 +315,7 @@ pub fn generated_tokens(value: &Value) -> Option<u64> {
 }
 
 /// The text a generation answer carries (probe): OpenAI choices, SGLang `text`.
-pub fn answer_text(value: &Value) -> Option<String> {
+pub(crate) fn answer_text(value: &Value) -> Option<String> {
     let choice = value.pointer("/choices/0");
     let candidates = [
         choice.and_then(|c| c.pointer("/message/content")),

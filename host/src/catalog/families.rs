@@ -17,26 +17,7 @@ use crate::error::TriageError;
 use crate::trace::names::demangle;
 
 /// The family of a kernel no rule claims.
-pub const OTHER: &str = "other";
-
-/// The families of the report contract, in the order the predecessor listed them.
-pub const KNOWN_FAMILIES: &[&str] = &[
-    "communication",
-    "memory",
-    "hybrid_linear",
-    "attention",
-    "moe",
-    "gemm",
-    "norm",
-    "rope",
-    "softmax",
-    "activation",
-    "quantize",
-    "reduce_topk",
-    "sampling_io",
-    "elementwise",
-    OTHER,
-];
+pub(crate) const OTHER: &str = "other";
 
 /// One rule: the family a kernel gets when any pattern appears and every `all` token
 /// is present somewhere in the name.
@@ -77,10 +58,11 @@ impl FamilyRules {
 }
 
 /// File name of the kernel-family rules inside a catalog directory.
-pub const KERNEL_FAMILIES_FILE: &str = "kernel-families.toml";
+pub(crate) const KERNEL_FAMILIES_FILE: &str = "kernel-families.toml";
 
 /// The built-in kernel-family rules.
-pub const BUILTIN_KERNEL_FAMILIES: &str = include_str!("../../../catalog/kernel-families.toml");
+pub(crate) const BUILTIN_KERNEL_FAMILIES: &str =
+    include_str!("../../../catalog/kernel-families.toml");
 
 /// The kernel-family rules: `dir/kernel-families.toml` when `dir` is given, else the
 /// built-in copy. Errors name the file and the rule.
@@ -188,6 +170,25 @@ pub fn parse_families(text: &str, path: &Path) -> Result<FamilyRules, TriageErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The families of the report contract, in the order the predecessor listed them.
+    const KNOWN_FAMILIES: &[&str] = &[
+        "communication",
+        "memory",
+        "hybrid_linear",
+        "attention",
+        "moe",
+        "gemm",
+        "norm",
+        "rope",
+        "softmax",
+        "activation",
+        "quantize",
+        "reduce_topk",
+        "sampling_io",
+        "elementwise",
+        OTHER,
+    ];
 
     fn builtin() -> FamilyRules {
         load_families(None).expect("built-in catalog loads")

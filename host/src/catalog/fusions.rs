@@ -20,7 +20,7 @@ use crate::error::TriageError;
 use crate::plugins::PluginSet;
 
 /// The origin whose rows apply to every engine (TorchInductor and eager PyTorch).
-pub const TORCH_ORIGIN: &str = "torch";
+pub(crate) const TORCH_ORIGIN: &str = "torch";
 
 /// Where a row's fused path stands relative to its origin engine.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -170,15 +170,15 @@ impl FusionRule {
 }
 
 /// Sub-directory of a catalog directory holding the fusion rows, one file per origin.
-pub const FUSIONS_DIR: &str = "fusions";
+pub(crate) const FUSIONS_DIR: &str = "fusions";
 
 /// The host's own fusion rows (TorchInductor / eager PyTorch); engine rows come from
 /// the engine plugins.
-pub const BUILTIN_TORCH_FUSIONS: &str = include_str!("../../../catalog/fusions/torch.toml");
+pub(crate) const BUILTIN_TORCH_FUSIONS: &str = include_str!("../../../catalog/fusions/torch.toml");
 
 /// Origins in catalog order (ties in the greedy selection keep this order); other
 /// origins follow alphabetically, `torch` comes last.
-pub const ORIGIN_ORDER: &[&str] = &["sglang", "vllm", "trtllm", "tokenspeed"];
+pub(crate) const ORIGIN_ORDER: &[&str] = &["sglang", "vllm", "trtllm", "tokenspeed"];
 
 /// One fusion-rows text and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,7 +212,7 @@ pub fn load_fusions(dir: Option<&Path>, plugins: &PluginSet) -> Result<FusionCat
 }
 
 /// The fusion-rows texts of a run, in catalog order (see [`load_fusions`]).
-pub fn fusion_sources(
+pub(crate) fn fusion_sources(
     dir: Option<&Path>,
     plugins: &PluginSet,
 ) -> Result<Vec<FusionSource>, TriageError> {
@@ -378,7 +378,7 @@ struct GateEntry {
 }
 
 /// `owner/repo@<40 hex>:<path>`.
-pub fn valid_checked_against(text: &str) -> bool {
+pub(crate) fn valid_checked_against(text: &str) -> bool {
     let Some((repo, rest)) = text.split_once('@') else {
         return false;
     };

@@ -19,8 +19,8 @@
 
 use std::path::Path;
 
-pub mod families;
-pub mod fusions;
+pub(crate) mod families;
+pub(crate) mod fusions;
 pub mod overlap;
 pub mod pattern;
 

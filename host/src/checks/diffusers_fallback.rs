@@ -20,7 +20,7 @@ use crate::trace::event::Trace;
 use crate::trace::evidence::python_file;
 
 /// Log lines that mean the run used the diffusers backend, exactly as the engines print them.
-pub const PHRASES: [&str; 3] = [
+pub(crate) const PHRASES: [&str; 3] = [
     "Falling back to diffusers backend",
     "Using diffusers backend",
     "Loaded diffusers pipeline",
@@ -35,7 +35,7 @@ const ADVICE: &str = "this is a backend-selection problem, not kernel evidence: 
 
 /// One phrase found in one log.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LogHit {
+pub(crate) struct LogHit {
     pub log: PathBuf,
     /// 1-based.
     pub line: usize,
@@ -44,7 +44,7 @@ pub struct LogHit {
 
 /// The directories whose `*.log` files belong to a triage: the input directory (or the
 /// input file's directory) and every trace file's directory.
-pub fn log_dirs(input: &Path, trace_files: &[&Path]) -> Vec<PathBuf> {
+pub(crate) fn log_dirs(input: &Path, trace_files: &[&Path]) -> Vec<PathBuf> {
     let input_dir = if input.is_dir() {
         Some(input.to_path_buf())
     } else {
@@ -72,7 +72,7 @@ pub fn log_dirs(input: &Path, trace_files: &[&Path]) -> Vec<PathBuf> {
 
 /// The logs to scan for a triage: every `--run-log`, then every `*.log` file in the
 /// directories given (the traces' directories and the input directory), each once.
-pub fn logs_to_scan(explicit: &[PathBuf], dirs: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn logs_to_scan(explicit: &[PathBuf], dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut logs: Vec<PathBuf> = explicit.to_vec();
     let unique_dirs: BTreeSet<&PathBuf> = dirs.iter().collect();
     for dir in unique_dirs {
@@ -94,7 +94,7 @@ pub fn logs_to_scan(explicit: &[PathBuf], dirs: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// The first phrase in `log`, if any. Lines are read as bytes (logs are not always UTF-8).
-pub fn scan_log(log: &Path) -> Result<Option<LogHit>> {
+pub(crate) fn scan_log(log: &Path) -> Result<Option<LogHit>> {
     let file = std::fs::File::open(log)
         .map_err(|e| TriageError::input(log, format!("cannot read run log: {e}")))?;
     let mut reader = std::io::BufReader::new(file);
@@ -125,7 +125,7 @@ pub fn scan_log(log: &Path) -> Result<Option<LogHit>> {
 
 /// Scans every log; the first hit stops the triage (exit 3). A `--run-log` that cannot be
 /// read is an input error too: the user asked for it.
-pub fn check_logs(explicit: &[PathBuf], dirs: &[PathBuf]) -> Result<()> {
+pub(crate) fn check_logs(explicit: &[PathBuf], dirs: &[PathBuf]) -> Result<()> {
     for log in logs_to_scan(explicit, dirs) {
         if let Some(hit) = scan_log(&log)? {
             return Err(TriageError::input(
@@ -141,7 +141,7 @@ pub fn check_logs(explicit: &[PathBuf], dirs: &[PathBuf]) -> Result<()> {
 }
 
 /// Python frames of `trace` under `diffusers/pipelines/`, and the most frequent such file.
-pub fn diffusers_frames(trace: &Trace) -> Option<(u64, String)> {
+pub(crate) fn diffusers_frames(trace: &Trace) -> Option<(u64, String)> {
     let mut per_name: HashMap<_, u64> = HashMap::new();
     for frame in &trace.py_frames {
         *per_name.entry(frame.name).or_default() += 1;
@@ -162,7 +162,7 @@ pub fn diffusers_frames(trace: &Trace) -> Option<(u64, String)> {
 }
 
 /// Refuses a trace whose Python frames run inside a diffusers pipeline (exit 3).
-pub fn check_frames(traces: &[Trace]) -> Result<()> {
+pub(crate) fn check_frames(traces: &[Trace]) -> Result<()> {
     for trace in traces {
         if let Some((count, file)) = diffusers_frames(trace) {
             return Err(TriageError::input(

@@ -2,4 +2,4 @@
 //! thing, so the triage stops with an input error instead of reporting on it.
 //!
 //! One today, the diffusers-backend fallback; each check is a file of its own.
-pub mod diffusers_fallback;
+pub(crate) mod diffusers_fallback;

@@ -21,7 +21,7 @@ pub fn user_plugin_dir() -> Option<PathBuf> {
     )
 }
 
-pub fn user_plugin_dir_from(
+pub(crate) fn user_plugin_dir_from(
     xdg_data_home: Option<PathBuf>,
     home: Option<PathBuf>,
 ) -> Option<PathBuf> {
@@ -32,7 +32,7 @@ pub fn user_plugin_dir_from(
 }
 
 /// The file name a plugin named `name` is installed under.
-pub fn installed_file_name(name: &str, source: &Path) -> String {
+pub(crate) fn installed_file_name(name: &str, source: &Path) -> String {
     let ext = source.extension().and_then(|e| e.to_str()).unwrap_or("so");
     let prefix = if ext == "dll" { "" } else { "lib" };
     format!("{prefix}{FILE_MARKER}_{}.{ext}", name.replace('-', "_"))

@@ -14,7 +14,7 @@ use super::Engine;
 use crate::error::TriageError;
 
 /// A tracked upstream commit older than this many days earns a `doctor` warning.
-pub const STALE_UPSTREAM_DAYS: i64 = 90;
+pub(crate) const STALE_UPSTREAM_DAYS: i64 = 90;
 
 /// Every loaded plugin with its version, API version, upstream (and its age) and file,
 /// then the capability matrix built from their manifests.
@@ -23,7 +23,7 @@ pub fn list(dirs: &[PathBuf]) -> Result<String, TriageError> {
 }
 
 /// [`list`] with today's date (days since the Unix epoch) passed in.
-pub fn list_on(dirs: &[PathBuf], today: i64) -> Result<String, TriageError> {
+pub(crate) fn list_on(dirs: &[PathBuf], today: i64) -> Result<String, TriageError> {
     let set = load_all(dirs);
     if set.engines.is_empty() {
         return Ok(format!(
@@ -138,7 +138,7 @@ pub fn doctor(dirs: &[PathBuf]) -> Result<String, TriageError> {
 }
 
 /// [`doctor`] with today's date (days since the Unix epoch) passed in.
-pub fn doctor_on(dirs: &[PathBuf], today: i64) -> Result<String, TriageError> {
+pub(crate) fn doctor_on(dirs: &[PathBuf], today: i64) -> Result<String, TriageError> {
     let set = load_all(dirs);
     let mut lines = vec![
         format!("Host plugin API: {PLUGIN_API_VERSION}"),
@@ -265,7 +265,7 @@ fn capability_rows(engines: &[Engine]) -> Vec<(String, String)> {
 }
 
 /// The capability matrix: one column per engine, `conditional [n]` cells footnoted.
-pub fn capability_matrix(engines: &[Engine]) -> String {
+pub(crate) fn capability_matrix(engines: &[Engine]) -> String {
     let mut header = vec![String::new()];
     header.extend(engines.iter().map(|e| e.manifest.display_name.clone()));
     let mut notes: Vec<String> = Vec::new();
@@ -333,7 +333,7 @@ fn table(header: &[String], rows: &[Vec<String>]) -> String {
 }
 
 /// Whole days from an ISO `date` to `today`; `None` when the date does not parse.
-pub fn age_days(date: &str, today: i64) -> Option<i64> {
+pub(crate) fn age_days(date: &str, today: i64) -> Option<i64> {
     crate::dates::days_from_iso(date).map(|d| today - d)
 }
 

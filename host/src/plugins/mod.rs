@@ -37,9 +37,9 @@
 //! 1.3.0 appended `tools`; `baseline_v1_2` keeps the 1.2.0 layout, and a 1.2.x plugin
 //! loads through it with live capture and no tools.
 
-pub mod install;
+pub(crate) mod install;
 pub mod load;
-pub mod manage;
+pub(crate) mod manage;
 pub mod select;
 
 use std::path::PathBuf;

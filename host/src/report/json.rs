@@ -3,7 +3,7 @@
 
 use super::{Renderer, Report};
 
-pub struct Json;
+pub(crate) struct Json;
 
 impl Renderer for Json {
     fn render(&self, report: &Report) -> String {

@@ -4,7 +4,7 @@
 use super::view::{view, Align, Block, Table, View};
 use super::{Renderer, Report, DEFAULT_MIN_SHARE_PCT};
 
-pub struct Markdown {
+pub(crate) struct Markdown {
     /// The kernel-table share bar, named in the empty-table row.
     pub min_share_pct: f64,
 }
@@ -104,7 +104,7 @@ fn pipe_row(cells: impl Iterator<Item = String>) -> String {
 
 /// A cell cannot hold a raw `|` (it would end the cell) nor a newline (it would end the
 /// row).
-pub fn escape_cell(text: &str) -> String {
+pub(crate) fn escape_cell(text: &str) -> String {
     text.replace('|', "\\|")
         .replace("\r\n", "<br>")
         .replace(['\n', '\r'], "<br>")

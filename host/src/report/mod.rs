@@ -1,9 +1,9 @@
 //! Rendering the `Report` value. One file per output format, one trait for all: every
 //! format sees the same `Report`, so they can differ in layout but never in facts.
-pub mod json;
-pub mod markdown;
+pub(crate) mod json;
+pub(crate) mod markdown;
 pub mod model;
-pub mod text;
+pub(crate) mod text;
 mod view;
 
 #[cfg(test)]

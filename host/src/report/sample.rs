@@ -3,14 +3,14 @@
 
 use super::model::*;
 
-pub fn site(location: &str, share_pct: f64) -> SiteShare {
+pub(super) fn site(location: &str, share_pct: f64) -> SiteShare {
     SiteShare {
         location: location.to_string(),
         share_pct,
     }
 }
 
-pub fn row(
+pub(super) fn row(
     name: &str,
     family: &str,
     gpu_time_us: f64,
@@ -29,7 +29,7 @@ pub fn row(
     }
 }
 
-pub fn stage(label: &str, total_gpu_time_us: f64, kernels: Vec<KernelRow>) -> StageReport {
+pub(super) fn stage(label: &str, total_gpu_time_us: f64, kernels: Vec<KernelRow>) -> StageReport {
     StageReport {
         stage: label.to_string(),
         total_gpu_time_us,
@@ -42,7 +42,7 @@ pub fn stage(label: &str, total_gpu_time_us: f64, kernels: Vec<KernelRow>) -> St
     }
 }
 
-pub fn report(stages: Vec<StageReport>) -> Report {
+pub(super) fn report(stages: Vec<StageReport>) -> Report {
     Report {
         schema_version: SCHEMA_VERSION,
         tool_version: "0.1.0".to_string(),
@@ -71,7 +71,7 @@ pub fn report(stages: Vec<StageReport>) -> Report {
 }
 
 /// Two stages, two sites on one row, an unresolved row, notes, model and server args.
-pub fn qwen3() -> Report {
+pub(super) fn qwen3() -> Report {
     let mut nvjet = row(
         "nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT",
         "gemm",

@@ -5,7 +5,7 @@ use super::markdown::finish;
 use super::view::{view, Align, Block, Table, View};
 use super::{Renderer, Report, DEFAULT_MIN_SHARE_PCT};
 
-pub struct Text {
+pub(crate) struct Text {
     pub color: bool,
     /// The kernel-table share bar, named in the empty-table row.
     pub min_share_pct: f64,

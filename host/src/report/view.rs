@@ -10,7 +10,7 @@ use super::model::{
 /// The everyday server args worth one header line, in this order. The rest stay in the
 /// JSON output (`server_args`). SGLang spells parallelism `tp_size`, vLLM
 /// `tensor_parallel_size`; both are listed so either engine's file shows up.
-pub const KEY_SERVER_ARGS: &[&str] = &[
+pub(super) const KEY_SERVER_ARGS: &[&str] = &[
     "tp_size",
     "tensor_parallel_size",
     "dp_size",
@@ -30,7 +30,7 @@ pub const KEY_SERVER_ARGS: &[&str] = &[
 /// Python sites and CPU ops shown per kernel row; the rest are in the JSON output.
 const SITES_SHOWN: usize = 2;
 
-pub const KERNEL_HEADER: &[&str] = &[
+pub(super) const KERNEL_HEADER: &[&str] = &[
     "Kernel",
     "Category",
     "GPU time",
@@ -49,7 +49,7 @@ const KERNEL_ALIGN: &[Align] = &[
     Align::Left,
 ];
 
-pub const OVERLAP_HEADER: &[&str] = &[
+pub(super) const OVERLAP_HEADER: &[&str] = &[
     "Priority",
     "Verdict",
     "Kernel",
@@ -60,7 +60,7 @@ pub const OVERLAP_HEADER: &[&str] = &[
 ];
 const OVERLAP_ALIGN: &[Align] = &[Align::Left; 7];
 
-pub const FUSE_HEADER: &[&str] = &[
+pub(super) const FUSE_HEADER: &[&str] = &[
     "Pattern",
     "Confidence",
     "Related GPU time",
@@ -82,9 +82,9 @@ const FUSE_ALIGN: &[Align] = &[
 ];
 
 /// The overlap placeholder row when no stage had GPU work at all.
-pub const OVERLAP_NO_GPU_WORK: &str = "No GPU work to sweep for overlap.";
+pub(super) const OVERLAP_NO_GPU_WORK: &str = "No GPU work to sweep for overlap.";
 /// The fuse placeholder row when no stage matched a catalog row.
-pub const FUSE_NO_MATCH: &str = "No source-backed fusion pattern matched this trace.";
+pub(super) const FUSE_NO_MATCH: &str = "No source-backed fusion pattern matched this trace.";
 /// Evidence kernels a fuse row shows (all are in the JSON row), and the share they need.
 const EVIDENCE_SHOWN: usize = 3;
 /// Locations shown per fuse row in the tables (all of them are in the JSON row).
@@ -92,23 +92,23 @@ const LOCATIONS_SHOWN: usize = 4;
 const EVIDENCE_MIN_SHARE_PCT: f64 = 1.0;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Align {
+pub(super) enum Align {
     Left,
     Right,
 }
 
 /// One table cell: one or more lines (markdown joins them with `<br>`).
-pub type Cell = Vec<String>;
+pub(super) type Cell = Vec<String>;
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Row {
+pub(super) struct Row {
     pub cells: Vec<Cell>,
     /// The row's share of its stage, for colouring the share column.
     pub share_pct: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Table {
+pub(super) struct Table {
     pub header: &'static [&'static str],
     pub align: &'static [Align],
     /// Column holding the row's share, if any.
@@ -118,7 +118,7 @@ pub struct Table {
 
 /// One stage's part of a table block, with the lines that follow its table.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Section {
+pub(super) struct Section {
     pub label: String,
     pub table: Table,
     /// The stage summary, first, then its notes.
@@ -128,7 +128,7 @@ pub struct Section {
 
 /// A titled table block: stage sections, or (none at all) one placeholder table.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Block {
+pub(super) struct Block {
     pub title: &'static str,
     pub sections: Vec<Section>,
     pub placeholder: Table,
@@ -136,13 +136,13 @@ pub struct Block {
 
 impl Block {
     /// Sub-headings are dropped when the only section is `all` (nothing to tell apart).
-    pub fn needs_headings(&self) -> bool {
+    pub(super) fn needs_headings(&self) -> bool {
         !(self.sections.len() == 1 && self.sections[0].label == "all")
     }
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct View {
+pub(super) struct View {
     pub title: &'static str,
     pub header: Vec<String>,
     pub blocks: Vec<Block>,
@@ -152,7 +152,7 @@ pub struct View {
 }
 
 /// Everything a layout shows, read from `report`.
-pub fn view(report: &Report, min_share_pct: f64) -> View {
+pub(super) fn view(report: &Report, min_share_pct: f64) -> View {
     View {
         title: "Triage View",
         header: header_lines(report),
@@ -284,7 +284,7 @@ fn display_kernel_name(name: &str) -> String {
 
 /// The first sites; each with its site share only when there is more than one to tell
 /// apart. No site at all reads `unresolved`.
-pub fn location_lines(row: &KernelRow) -> Cell {
+pub(super) fn location_lines(row: &KernelRow) -> Cell {
     let shown = &row.python_locations[..row.python_locations.len().min(SITES_SHOWN)];
     match shown {
         [] => vec!["unresolved".to_string()],
@@ -296,7 +296,7 @@ pub fn location_lines(row: &KernelRow) -> Cell {
     }
 }
 
-pub fn cpu_op_lines(row: &KernelRow) -> Cell {
+pub(super) fn cpu_op_lines(row: &KernelRow) -> Cell {
     if row.cpu_ops.is_empty() {
         return vec!["-".to_string()];
     }
@@ -304,11 +304,11 @@ pub fn cpu_op_lines(row: &KernelRow) -> Cell {
 }
 
 /// `x.xx ms` from microseconds.
-pub fn gpu_time_text(us: f64) -> String {
+pub(super) fn gpu_time_text(us: f64) -> String {
     format!("{:.2} ms", us / 1000.0)
 }
 
-pub fn share_text(pct: f64) -> String {
+pub(super) fn share_text(pct: f64) -> String {
     format!("{pct:.1}%")
 }
 
@@ -396,7 +396,7 @@ fn overlap_row(row: &OverlapRow, busy_us: f64) -> Row {
 
 /// The predecessor's Formal signal cell: `27452.8 us, share 38.9%, excl 100.0% / hid 0.0%`,
 /// the share being of the stage's busy time (the union over streams).
-pub fn formal_signal(row: &OverlapRow, busy_us: f64) -> String {
+pub(super) fn formal_signal(row: &OverlapRow, busy_us: f64) -> String {
     let ratio = |part: f64| {
         if row.total_us > 0.0 {
             100.0 * part / row.total_us
@@ -564,7 +564,7 @@ fn similarity_lines(report: &Report) -> Vec<String> {
 }
 
 /// `Similarity (medium): <family> (<id>): <reason>`.
-pub fn similarity_text(note: &SimilarityNote) -> String {
+pub(super) fn similarity_text(note: &SimilarityNote) -> String {
     format!(
         "Similarity ({}): {} ({}): {}",
         note.level, note.family, note.family_id, note.reason

@@ -12,12 +12,12 @@
 //! `Memset (Device)` is not a signature and is kept.
 
 /// Strips and collapses every whitespace run to one space.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The demangled form of an Itanium-mangled name (`_ZN5aiter...`), if it is one.
-pub fn demangle(raw: &str) -> Option<String> {
+pub(crate) fn demangle(raw: &str) -> Option<String> {
     let trimmed = raw.trim();
     if !trimmed.starts_with("_Z") {
         return None;
@@ -27,7 +27,7 @@ pub fn demangle(raw: &str) -> Option<String> {
 }
 
 /// The name kernel rows are grouped by (see the module docs).
-pub fn canonical_name(raw: &str) -> String {
+pub(crate) fn canonical_name(raw: &str) -> String {
     let text = demangle(raw).unwrap_or_else(|| raw.to_string());
     let text = mask_addresses(&normalize(&text));
     cut_parameter_list(&text).to_string()
@@ -100,11 +100,11 @@ fn cut_parameter_list(text: &str) -> &str {
 }
 
 /// Template argument lists longer than this are shortened by [`short_name`].
-pub const SHORT_ARGS_MAX: usize = 48;
+pub(crate) const SHORT_ARGS_MAX: usize = 48;
 
 /// Names longer than this (after shortening the argument lists) keep their head and
 /// tail around a `…` in [`short_name`].
-pub const SHORT_NAME_MAX: usize = 100;
+pub(crate) const SHORT_NAME_MAX: usize = 100;
 
 /// A shorter form of a canonical name for text and markdown tables:
 /// - template argument lists nested inside others become `<…>`;
@@ -119,7 +119,7 @@ pub const SHORT_NAME_MAX: usize = 100;
 /// `void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>,
 /// std::array<char*, 1ul> >` -> `void at::native::vectorized_elementwise_kernel<4,
 /// at::native::FillFunctor<…>, std::array<…> >`.
-pub fn short_name(name: &str, args_max: usize) -> String {
+pub(crate) fn short_name(name: &str, args_max: usize) -> String {
     let collapsed = collapse_template_args(name, 2);
     let mut out = String::with_capacity(collapsed.len());
     let mut last = 0;

@@ -11,7 +11,7 @@ use crate::trace::event::Trace;
 /// `--pid-substring TEXT`: keeps only the GPU ops whose trace `pid` contains `needle`
 /// (e.g. one rank of a merged multi-rank trace), and says how many it kept. A trace left
 /// with no GPU work is an input error (exit 3) naming the pids it has.
-pub fn keep_pids(mut trace: Trace, needle: &str) -> Result<(Trace, String)> {
+pub(crate) fn keep_pids(mut trace: Trace, needle: &str) -> Result<(Trace, String)> {
     let before = trace.gpu_ops.len();
     let keep: Vec<bool> = trace
         .gpu_ops

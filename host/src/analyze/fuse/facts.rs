@@ -21,9 +21,9 @@ pub struct RunFacts {
 }
 
 /// Server-arg keys that name the model, in the order they are read.
-pub const MODEL_KEYS: &[&str] = &["model_path", "model", "served_model_name", "model_name"];
+pub(crate) const MODEL_KEYS: &[&str] = &["model_path", "model", "served_model_name", "model_name"];
 /// Server-arg keys that give the tensor-parallel size, in the order they are read.
-pub const TP_KEYS: &[&str] = &["tp_size", "tensor_parallel_size", "tp"];
+pub(crate) const TP_KEYS: &[&str] = &["tp_size", "tensor_parallel_size", "tp"];
 
 /// The gate facts of a run: server args first, then what the traces themselves show
 /// (model class names in any interned string, model source files of Python frames,
@@ -168,7 +168,7 @@ fn model_mentions(model: &str, token: &str) -> bool {
 
 /// The gates of `rule` against the run facts: every failed gate fails, else any unknown
 /// gate is unknown.
-pub fn gate_state(rule: &FusionRule, facts: &RunFacts) -> GateState {
+pub(crate) fn gate_state(rule: &FusionRule, facts: &RunFacts) -> GateState {
     let mut unknown = Vec::new();
     if rule.gate.min_tp > 1 {
         match facts.tp {

@@ -197,10 +197,6 @@ impl RuleHits<'_> {
         out
     }
 
-    pub fn groups_seen(&self) -> usize {
-        self.groups.iter().filter(|g| !g.is_empty()).count()
-    }
-
     pub(super) fn all_groups_seen(&self) -> bool {
         !self.groups.is_empty() && self.groups.iter().all(|g| !g.is_empty())
     }

@@ -40,10 +40,10 @@
 //! [`similarity`] (near misses, from the same hits). The rows themselves are catalog
 //! data ([`crate::catalog::fusions`]).
 
-pub mod facts;
+pub(crate) mod facts;
 pub mod haystack;
-pub mod select;
-pub mod similarity;
+pub(crate) mod select;
+pub(crate) mod similarity;
 #[cfg(test)]
 mod tests;
 

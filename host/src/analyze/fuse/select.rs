@@ -23,7 +23,7 @@ pub struct Candidate<'r> {
 }
 
 /// The rows of `rules` that match the stage, gates applied, thresholds applied.
-pub fn candidates<'r>(
+pub(crate) fn candidates<'r>(
     rules: &'r [FusionRule],
     kernels: &[KernelRow],
     haystacks: &[Haystack],
@@ -103,7 +103,7 @@ fn link_sites(hits: &mut RuleHits<'_>, kernels: &[KernelRow]) {
 /// docs). Unlike the predecessor, a match that shares kernel rows with an accepted one is
 /// not dropped outright: it is re-evaluated on its unclaimed rows and kept when it still
 /// matches, so one broad match cannot hide another (spec §14 item 11).
-pub fn select<'r>(
+pub(crate) fn select<'r>(
     mut found: Vec<Candidate<'r>>,
     kernels: &[KernelRow],
     stage_total_us: f64,
@@ -207,7 +207,7 @@ impl Claims {
 
 /// What a user can do with a fuse row.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Conclusion {
+pub(crate) enum Conclusion {
     /// The fused kernel (or its op/location) ran in this trace.
     Present,
     /// The engine has the fused path, but the split kernels ran instead.
@@ -219,7 +219,7 @@ pub enum Conclusion {
 }
 
 impl Conclusion {
-    pub fn of(hits: &RuleHits<'_>) -> Conclusion {
+    pub(crate) fn of(hits: &RuleHits<'_>) -> Conclusion {
         if !hits.active.is_empty() {
             return Conclusion::Present;
         }
@@ -231,7 +231,7 @@ impl Conclusion {
     }
 
     /// The name a report row gives the conclusion (`FusionRow::conclusion`).
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Conclusion::Present => "present",
             Conclusion::NotFired => "not-fired",
@@ -242,7 +242,7 @@ impl Conclusion {
 }
 
 /// `Confirmed` or `Candidate` (module docs, step 5).
-pub fn confidence(candidate: &Candidate<'_>) -> &'static str {
+pub(crate) fn confidence(candidate: &Candidate<'_>) -> &'static str {
     let hits = &candidate.hits;
     let specific = !hits.active.is_empty() || candidate.share_pct >= hits.rule.likely_share;
     if specific && hits.gate == GateState::Passed {

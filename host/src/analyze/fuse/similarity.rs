@@ -43,7 +43,7 @@ struct Scored {
 }
 
 /// The stage's similarity note, if any kernel cluster is close to a catalog row.
-pub fn similarity_note(
+pub(crate) fn similarity_note(
     rules: &[FusionRule],
     kernels: &[KernelRow],
     stage_total_us: f64,

@@ -17,7 +17,7 @@
 
 mod notes;
 mod scope;
-pub mod sweep;
+pub(crate) mod sweep;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -35,7 +35,7 @@ use sweep::{sweep, Category, Sweep, SweepOp};
 
 /// How many rows a stage shows.
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub struct OverlapOptions {
+pub(crate) struct OverlapOptions {
     /// Drop rows below this share of the stage's busy time (the predecessor's 1.0 %).
     pub min_share_pct: f64,
     /// Keep only the first N rows (0 = all), before the share cut.
@@ -52,7 +52,7 @@ impl Default for OverlapOptions {
 }
 
 /// The traces and rules one overlap analysis reads.
-pub struct OverlapInputs<'a> {
+pub(crate) struct OverlapInputs<'a> {
     /// Traces whose times are swept (single-trace mode: the input; else the formal set).
     pub formal: &'a [StagedTrace<'a>],
     pub formal_locator: &'a Locator,
@@ -66,7 +66,7 @@ pub struct OverlapInputs<'a> {
 
 /// One stage's overlap rows and what the sweep measured.
 #[derive(Clone, Debug, PartialEq)]
-pub struct StageOverlap {
+pub(crate) struct StageOverlap {
     pub stage: Stage,
     pub rows: Vec<OverlapRow>,
     pub measured: OverlapStage,
@@ -85,7 +85,10 @@ const PARTNERS_SHOWN: usize = 3;
 
 /// The overlap table of every stage the formal traces cover, in stage order. Stage `all`
 /// is left out when another stage is present (it holds ops outside every stage window).
-pub fn overlap_tables(inputs: &OverlapInputs<'_>, opts: &OverlapOptions) -> Vec<StageOverlap> {
+pub(crate) fn overlap_tables(
+    inputs: &OverlapInputs<'_>,
+    opts: &OverlapOptions,
+) -> Vec<StageOverlap> {
     let formal_stages = stage_ops(inputs.formal);
     let mapping_stages = inputs.mapping.map(|(traces, _)| stage_ops(traces));
     let present: Vec<Stage> = formal_stages.keys().copied().collect();
@@ -236,7 +239,6 @@ fn stage_overlap(
 
     let measured = &swept.measured;
     let notes = stage_notes(StageNoteFacts {
-        trace: inputs.formal[formal.trace].trace,
         formal,
         rows: &swept.rows,
         joined: &joined,
@@ -715,7 +717,7 @@ fn same_scope_family(a: &str, b: &str) -> bool {
 
 /// Sets each stage's overlap rows on the kernel-table stages (matched by label) and
 /// returns what the sweeps measured, in stage order.
-pub fn attach(
+pub(crate) fn attach(
     stages: Vec<crate::report::model::StageReport>,
     overlap: Vec<StageOverlap>,
 ) -> (Vec<crate::report::model::StageReport>, Vec<OverlapStage>) {

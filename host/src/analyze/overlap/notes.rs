@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 use super::scope::{Join, Scope, ScopeMap};
 use super::sweep::Sweep;
 use super::{OverlapOptions, RowTotals, StageOps};
-use crate::trace::event::{ns_to_us, Trace};
+use crate::trace::event::ns_to_us;
 
 /// What one stage's sweep and scope join found, as the notes need it.
 pub(super) struct StageNoteFacts<'a> {
-    pub(super) trace: &'a Trace,
     pub(super) formal: &'a StageOps,
     pub(super) rows: &'a [RowTotals],
     pub(super) joined: &'a [(Option<&'a Scope>, Join)],
@@ -109,7 +108,6 @@ pub(super) fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
             ));
         }
     }
-    let _ = f.trace;
     notes.extend(f.formal.notes.iter().cloned());
     notes
 }

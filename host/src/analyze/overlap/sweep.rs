@@ -20,7 +20,7 @@ use crate::trace::event::Ns;
 
 /// The overlap side's kernel categories (spec §4.4), derived from kernel families.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Category {
+pub(crate) enum Category {
     Other,
     Elementwise,
     Memory,
@@ -31,7 +31,7 @@ pub enum Category {
 impl Category {
     /// From a kernel-table family (`catalog/kernel-families.toml`): token rules, so
     /// `gemma_*` is not a GEMM and `nvjet_*` is (spec §14.10).
-    pub fn of_family(family: &str) -> Category {
+    pub(crate) fn of_family(family: &str) -> Category {
         match family {
             "communication" => Category::Communication,
             "memory" => Category::Memory,
@@ -42,7 +42,7 @@ impl Category {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Category::Other => "other",
             Category::Elementwise => "elementwise",
@@ -56,7 +56,7 @@ impl Category {
 /// One GPU op as the sweep sees it. `stream` and `row` are dense indices the caller
 /// assigns (one per distinct (pid, stream), one per kernel row).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct SweepOp {
+pub(crate) struct SweepOp {
     pub start: Ns,
     pub end: Ns,
     pub stream: u32,
@@ -65,14 +65,14 @@ pub struct SweepOp {
 }
 
 impl SweepOp {
-    pub fn dur(&self) -> Ns {
+    pub(crate) fn dur(&self) -> Ns {
         self.end - self.start
     }
 }
 
 /// What the sweep found for one op. `exclusive = dur - hidden`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct OpExposure {
+pub(crate) struct OpExposure {
     pub hidden: Ns,
     pub hidden_by_compute: Ns,
     /// Time another op ran on the same stream at the same time.
@@ -81,7 +81,7 @@ pub struct OpExposure {
 
 /// What the sweep found for a stage.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Sweep {
+pub(crate) struct Sweep {
     /// Parallel to the input ops.
     pub ops: Vec<OpExposure>,
     /// (row, partner row) -> time the row's ops ran while the partner was the busiest
@@ -120,7 +120,7 @@ struct StreamState {
 }
 
 /// Runs the sweep. Ops with no duration take no part (their exposure is zero).
-pub fn sweep(ops: &[SweepOp]) -> Sweep {
+pub(crate) fn sweep(ops: &[SweepOp]) -> Sweep {
     // (time, 0 = end / 1 = start, op): ends sort before starts at the same time, so
     // back-to-back ops never overlap.
     let mut points: Vec<(Ns, u8, u32)> = Vec::with_capacity(ops.len() * 2);
