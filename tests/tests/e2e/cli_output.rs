@@ -102,7 +102,7 @@ fn a_tool_output_on_a_full_disk_leaves_no_temporary_file() {
         eprintln!("mount not permitted: full-disk case not run");
         return;
     };
-    let source = workspace_root().join("tests/tests/companion_data/py_executor_method.py");
+    let source = workspace_root().join("tests/tests/e2e/companion/data/py_executor_method.py");
     let output = disk.path().join("py_executor.py");
     let ran = run(&[
         "tool",
