@@ -622,7 +622,8 @@ impl Writer<'_> {
         )
     }
 
-    /// The location a correct analysis reports for `frame` (spec §6.1).
+    /// The location a correct analysis reports for `frame`: `path:line function`, the path
+    /// from the source root on.
     fn location(&self, frame: &Frame) -> String {
         format!(
             "{}{}:{} {}",

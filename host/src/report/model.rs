@@ -95,7 +95,9 @@ pub struct SiteShare {
     pub share_pct: f64,
 }
 
-/// One row of the overlap-opportunity table (spec §8.4-§8.7).
+/// One row of the overlap-opportunity table: a headroom or low-roi-hidden kernel with its
+/// exposure totals, dependency risk, priority and recommendation (rules in
+/// `analyze::overlap`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct OverlapRow {
     /// Canonical kernel name.

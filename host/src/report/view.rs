@@ -176,7 +176,8 @@ fn header_lines(report: &Report) -> Vec<String> {
             .join(", ")
     };
     match &report.mapping_framework {
-        // Mapping+formal: one framework line when both sides agree (spec CLI §1.5).
+        // Mapping+formal: one framework line when both sides agree, else a mapping and a
+        // formal line (the predecessor's header).
         Some(mapping) => {
             if mapping.name == report.framework.name {
                 lines.push(format!("Framework: {}", report.framework.display_name));

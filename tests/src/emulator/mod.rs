@@ -1,6 +1,6 @@
 //! Engine emulators: one real HTTP server per engine on 127.0.0.1 (ephemeral port) that
-//! implements that engine's profiler contract as its current sources do (capture spec
-//! §12) and writes real traces from the fixture generator.
+//! implements that engine's profiler contract as its current upstream sources do
+//! (listed below per engine) and writes real traces from the fixture generator.
 //!
 //! * SGLang: `/start_profile` and `/stop_profile` (GET or POST) answer plain text; a
 //!   second start or a stop when idle is a 500; `num_steps` auto-stops counted in forward

@@ -1,6 +1,7 @@
 //! Similarity notes: at most one per stage, when a kernel cluster resembles a known
-//! fusion without matching it. Heuristic by design and kept out of the fuse table (spec
-//! §9.5), but deterministic: the same trace and catalog give the same note.
+//! fusion without matching it. Heuristic by design and kept out of the fuse table (the
+//! predecessor left such notes to the human reader and kept them out of its tables), but
+//! deterministic: the same trace and catalog give the same note.
 //!
 //! A catalog row that applies to the engine, whose gates did not fail, that is not in
 //! the table and had no active hit, is *close* in one of two shapes:
