@@ -63,7 +63,7 @@ pub struct StageReport {
     pub overlap: Vec<OverlapRow>,
     /// The fuse-pattern table, in selection order (`analyze::fuse`).
     pub fusions: Vec<FusionRow>,
-    /// At most one heuristic note, kept apart from the tables (`analyze::similarity`).
+    /// At most one heuristic note, kept apart from the tables (`analyze::fuse::similarity`).
     pub similarity: Vec<SimilarityNote>,
     pub notes: Vec<String>,
 }
