@@ -24,6 +24,7 @@
 //! rule hits of [`super::haystack`] over the same haystacks.
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 
 use super::facts::GateState;
 use super::haystack::{rule_hits, Haystack, RuleHits};
@@ -79,7 +80,7 @@ pub(crate) fn similarity_note(
         };
         scored.level -= gate_penalty;
         if let GateState::Unknown(why) = &hits.gate {
-            scored.note.reason.push_str(&format!("; {why}"));
+            let _ = write!(scored.note.reason, "; {why}");
         }
         if scored.level < 1 || scored.share_pct < rule.min_share {
             continue;
@@ -192,7 +193,7 @@ fn partial_split(
         missing.join(", ")
     );
     if let Some(context) = context {
-        reason.push_str(&format!("; launched together from {context}"));
+        let _ = write!(reason, "; launched together from {context}");
     }
     Some(Scored {
         level,
