@@ -139,7 +139,6 @@ const SMALL_NS: ((u64, u64), (u64, u64)) = ((4_000, 9_000), (1_800, 3_200));
 const ATTN_NS: ((u64, u64), (u64, u64)) = ((45_000, 90_000), (12_000, 25_000));
 const AR_NS: ((u64, u64), (u64, u64)) = ((30_000, 55_000), (6_000, 11_000));
 
-#[allow(clippy::too_many_arguments)]
 fn op(
     raw: &'static str,
     canonical: &'static str,

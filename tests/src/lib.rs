@@ -512,7 +512,7 @@ impl Writer<'_> {
         self.close_frame();
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn gpu_op(
         &mut self,
         op: &Op,
