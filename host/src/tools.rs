@@ -107,7 +107,7 @@ pub(crate) fn parse_files(engine: &Engine, spec: &ToolSpec, args: &[String]) -> 
         }
         given.push((name, PathBuf::from(value)));
     }
-    let take = |names: &[llm_triage_plugin_api::abi_stable::std_types::RString]| {
+    let take = |names: &[abi_stable::std_types::RString]| {
         names
             .iter()
             .map(|n| {

@@ -230,7 +230,7 @@ pub fn load_file(path: &Path) -> Result<Engine, String> {
     })
 }
 
-type AbiLoadError = llm_triage_plugin_api::abi_stable::library::LibraryError;
+type AbiLoadError = abi_stable::library::LibraryError;
 
 /// The root-module layout a plugin is loaded through.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

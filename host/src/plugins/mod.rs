@@ -254,10 +254,7 @@ impl Engine {
     /// A plugin's error value (a caught panic included) as an exit-6 error.
     fn call<T>(
         &self,
-        result: llm_triage_plugin_api::abi_stable::std_types::RResult<
-            T,
-            llm_triage_plugin_api::abi_stable::std_types::RString,
-        >,
+        result: abi_stable::std_types::RResult<T, abi_stable::std_types::RString>,
     ) -> Result<T, TriageError> {
         result
             .into_result()

@@ -757,7 +757,7 @@ fn file_name(config: &Config, active: &Active, stage: StageKind, by_stage: bool)
 /// A fixture trace of `stage` as the bytes the engine would write to `path`.
 fn trace_bytes(engine: Engine, stage: StageKind, gzip: bool, path: &Path) -> Vec<u8> {
     static SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = SCRATCH.fetch_add(1, Ordering::Relaxed);
     let _ = path;
     let scratch =
         std::env::temp_dir().join(format!("llm-triage-emulator-{}-{n}", std::process::id()));
