@@ -149,7 +149,7 @@ fn write_value(out: &mut String, v: &Value, depth: usize) {
             }
             out.push('}');
         }
-        _ => out.push_str("0"),
+        _ => out.push('0'),
     }
 }
 

@@ -1,5 +1,5 @@
 //! A directory tree from fuzz bytes, for input discovery. Plain std, so the CI test
-//! that replays saved seeds (`tests/tests/hostile_fuzz_regressions.rs`) builds the same
+//! that replays saved seeds (`tests/tests/e2e/hostile/fuzz_regressions.rs`) builds the same
 //! tree without the fuzzer.
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! `llm-triage bundle`: saved triage reports of many models and engines in one markdown
-//! document (the predecessor's `render_triage_markdown_bundle.py`, spec §5.3).
+//! document (what the predecessor's `render_triage_markdown_bundle.py` did).
 //!
 //! Reports are found under `--analysis-root` (every `analysis_*.txt|md|json`, any depth)
 //! and named with `--analysis-file [LABEL=]PATH`. They are grouped by model id, one
@@ -7,7 +7,7 @@
 //! and markdown reports (ours or the predecessor's) are kept as they are, with the table
 //! titles turned into headings; our JSON reports are rendered as markdown.
 //!
-//! Fixed against the predecessor (spec §11.23): the model id of a file under the root is
+//! Fixed against the predecessor: the model id of a file under the root is
 //! the first directory below the root, not the file's parent directory name (so
 //! `<model>/vllm_formal/analysis_vllm_live.txt` stays with its model); the glob is
 //! `analysis_*`, as documented; contents links use GitHub's anchor rules, duplicates

@@ -2,6 +2,8 @@
 //! section (`help_text`), and a test holds the README's table to it; tests of the
 //! binary assert the codes themselves.
 
+use std::fmt::Write as _;
+
 /// The report was printed (or the subcommand succeeded).
 pub const OK: i32 = 0;
 /// Bad command line: unknown flag, invalid combination, bad value.
@@ -33,7 +35,7 @@ pub const TABLE: &[(i32, &str)] = &[
 pub(crate) fn help_text() -> String {
     let mut text = String::from("Exit codes:");
     for (code, meaning) in TABLE {
-        text.push_str(&format!("\n  {code}  {meaning}"));
+        let _ = write!(text, "\n  {code}  {meaning}");
     }
     text
 }

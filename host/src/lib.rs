@@ -1,6 +1,7 @@
 //! llm-triage: one report from a torch.profiler trace of an LLM serving engine.
 //!
-//! The data flow, one module per step (see `docs/architecture.md`):
+//! The data flow, one module per step (see `docs/architecture.md`, which also lists the
+//! invariants):
 //!
 //! ```text
 //! inputs --trace::discover--> TraceSet --trace::read--> Trace --trace::link--> Linked

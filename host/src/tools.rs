@@ -7,6 +7,7 @@
 //! atomically. A refusal (input not recognised, output does not compile) writes nothing
 //! and exits 3, naming the input.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -106,7 +107,7 @@ pub(crate) fn parse_files(engine: &Engine, spec: &ToolSpec, args: &[String]) -> 
         }
         given.push((name, PathBuf::from(value)));
     }
-    let take = |names: &[llm_triage_plugin_api::abi_stable::std_types::RString]| {
+    let take = |names: &[abi_stable::std_types::RString]| {
         names
             .iter()
             .map(|n| {
@@ -181,13 +182,13 @@ fn run_tool(engine: &Engine, spec: &ToolSpec, files: &ToolFiles) -> Result<Strin
     for (path, text) in &outputs {
         write_output(path, text)?;
         let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
-        report.push_str(&format!("wrote {}\n", shown.display()));
+        let _ = writeln!(report, "wrote {}", shown.display());
     }
     for note in output.notes.iter() {
-        report.push_str(&format!("  {note}\n"));
+        let _ = writeln!(report, "  {note}");
     }
     for line in check_lines {
-        report.push_str(&format!("  {line}\n"));
+        let _ = writeln!(report, "  {line}");
     }
     Ok(report)
 }
@@ -335,7 +336,7 @@ fn list<'a>(engines: impl Iterator<Item = &'a Engine>) -> Result<String> {
     let mut text = String::new();
     for engine in engines {
         for spec in engine.tools()? {
-            text.push_str(&format!("{}\n    {}\n", usage(engine, &spec), spec.summary));
+            let _ = writeln!(text, "{}\n    {}", usage(engine, &spec), spec.summary);
         }
     }
     if text.is_empty() {

@@ -8,7 +8,7 @@
 //!   lists, intervals of every thread), kept here verbatim as the specification.
 //!
 //! Reports are functions of these two values, so equal values give byte-identical
-//! reports; `tests/tests/perf_identity.rs` checks that on the rendered output too.
+//! reports; `tests/tests/e2e/perf_identity.rs` checks that on the rendered output too.
 
 use std::path::{Path, PathBuf};
 

@@ -6,7 +6,8 @@
 //! A plugin author builds against the current layout through `export_plugin!`; only the
 //! host's loader and the test plugins in `tests/plugins/api1_*` name these modules.
 //! Each keeps the type name `FrameworkPlugin` on purpose: abi_stable 0.11 checks type
-//! name and package, not module path (`shared/design/abi-stable-notes.md`).
+//! name and package, not module path (measured with abi_stable 0.11.3; see "The
+//! plugin ABI, in short" in `docs/architecture.md`).
 
 /// The 1.0.0 root module (`manifest`, `detect`, `attribution`, `stage_of`).
 pub mod v1_0 {

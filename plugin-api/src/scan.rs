@@ -10,6 +10,7 @@
 //! only with a new major version; a new convention gets a new function.
 
 use crate::{score, Claim, Counted, StageHint, TraceEvidence};
+use std::fmt::Write as _;
 
 /// The non-empty components of a path, split on `/` and `\\`.
 pub fn components(path: &str) -> impl DoubleEndedIterator<Item = &str> {
@@ -132,7 +133,7 @@ pub fn source_frames_signal_with_kernel_lib(
     if own > 0 {
         let mut text = format!("{} under {label}", counted_noun(own, "python frame"));
         if kernel_frames > 0 {
-            text.push_str(&format!(" (+{kernel_frames} under {kernel_label})"));
+            let _ = write!(text, " (+{kernel_frames} under {kernel_label})");
         }
         return Some(Signal {
             score: score::SOURCE_FRAMES + share_points(own + kernel_frames, total),

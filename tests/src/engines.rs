@@ -34,7 +34,8 @@ pub enum Issue {
 pub struct Op {
     /// The kernel name as the trace writes it (parameter list included).
     pub raw: &'static str,
-    /// The canonical name: parameter list cut (spec §4.2).
+    /// The canonical name: the trailing parameter list cut (`void foo<int>(float*)` ->
+    /// `void foo<int>`).
     pub canonical: &'static str,
     pub cpu_op: &'static str,
     pub frame: Frame,
@@ -50,7 +51,8 @@ pub struct Op {
 pub struct Profile {
     /// Prefix that turns a relative frame path into the path the trace shows.
     pub frame_prefix: &'static str,
-    /// Prefix of the expected location (spec §6.1: the repo-relative form).
+    /// Prefix of the expected location: the path from the engine's source root on
+    /// (`python/sglang/…`, `vllm/…`).
     pub location_prefix: &'static str,
     /// Frames around a whole forward step, outer to inner; the last one is the
     /// innermost engine frame and names graph-replayed kernels.
@@ -95,7 +97,7 @@ pub fn file_name(engine: Engine, stage: StageKind, rank: u32, seed: u64, gzip: b
             41000 + rank
         ),
         // TLLM_TORCH_PROFILE_TRACE base with the rank appended.
-        // The per-stage runner names the base `trace-<stage>` (spec capture §10).
+        // The predecessor's per-stage runner script names the base `trace-<stage>`.
         Engine::Trtllm => {
             let stage = match stage {
                 StageKind::Extend => "-prefill",
@@ -137,7 +139,6 @@ const SMALL_NS: ((u64, u64), (u64, u64)) = ((4_000, 9_000), (1_800, 3_200));
 const ATTN_NS: ((u64, u64), (u64, u64)) = ((45_000, 90_000), (12_000, 25_000));
 const AR_NS: ((u64, u64), (u64, u64)) = ((30_000, 55_000), (6_000, 11_000));
 
-#[allow(clippy::too_many_arguments)]
 fn op(
     raw: &'static str,
     canonical: &'static str,

@@ -512,7 +512,7 @@ impl Writer<'_> {
         self.close_frame();
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments)]
     fn gpu_op(
         &mut self,
         op: &Op,
@@ -622,7 +622,8 @@ impl Writer<'_> {
         )
     }
 
-    /// The location a correct analysis reports for `frame` (spec §6.1).
+    /// The location a correct analysis reports for `frame`: `path:line function`, the path
+    /// from the source root on.
     fn location(&self, frame: &Frame) -> String {
         format!(
             "{}{}:{} {}",

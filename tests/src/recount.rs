@@ -42,7 +42,8 @@ fn is_wrapper(name: &str) -> bool {
         || (name.contains("gpu_model_runner.py(") && name.ends_with(": _model_forward"))
 }
 
-/// `…/python/sglang/srt/x.py(12): f` -> `python/sglang/srt/x.py:12 f` (spec §6.1).
+/// `…/python/sglang/srt/x.py(12): f` -> `python/sglang/srt/x.py:12 f` (the report's location
+/// format).
 fn location_of(frame: &str) -> String {
     let (path, rest) = frame.split_once('(').unwrap();
     let (line, func) = rest.split_once("): ").unwrap();
@@ -156,7 +157,8 @@ pub fn recount(trace: &Value, file_stage: Option<&str>) -> BTreeMap<String, Stag
     stages
 }
 
-/// Spec §4.2: a `void …(…)` name loses its last balanced parenthesised group.
+/// The predecessor's canonical-name rule: a `void …(…)` name loses its last balanced
+/// parenthesised group (the parameter list).
 pub fn canonical_name(raw: &str) -> String {
     // A trailing parameter list is cut when it directly follows a name or template
     // arguments (a C++ signature, `void` or not); `Memset (Device)` keeps its group.

@@ -1,5 +1,5 @@
 //! The kernel table: per stage, GPU time by canonical kernel name, with family, launch
-//! count, Python launch sites and CPU ops (predecessor §7).
+//! count, Python launch sites and CPU ops (the predecessor's kernel table and columns).
 //!
 //! Times are summed in integer nanoseconds, so a row's `gpu_time_us` is exact; streams
 //! that overlap add up (a stage total is GPU busy time summed over streams).

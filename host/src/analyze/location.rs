@@ -8,7 +8,8 @@
 //! 2. else the innermost frame of the model's own code: not torch, triton, the standard
 //!    library or a built-in (`transformers/models/qwen2/modeling_qwen2.py:123 forward`).
 //!
-//! The text is `path:line function` (predecessor §6.1), the path shown from the matched
+//! The text is `path:line function` (the predecessor's location format), the path shown from
+//! the matched
 //! source root on (`python/sglang/srt/layers/linear.py:448 forward`), or from after
 //! `site-packages/` for model code.
 

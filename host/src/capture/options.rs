@@ -64,7 +64,8 @@ impl Sources {
 /// Which workloads a live capture profiles (`--profile-workload`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Workloads {
-    /// One mixed capture of a short instruction prompt (the predecessor's first mode).
+    /// One mixed capture of a short instruction prompt (the predecessor's `legacy`
+    /// workload: prefill and decode in one trace).
     Legacy,
     Prefill,
     Decode,

@@ -2,6 +2,7 @@
 //! (environment, start/stop requests as curl lines, where the traces appear), printed
 //! instead of run, so a capture can be checked or done by hand.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use llm_triage_plugin_api::Workload;
@@ -70,12 +71,13 @@ pub(crate) fn capture_plan_text(
                 engine.capture_plan(&run::request(capture, &target, workload, &dir), &evidence)?;
         }
         let shape = workload::shape(workload, &run::shape_flags(capture));
-        text.push_str(&format!("\n## {}\n", workload.label()));
+        let _ = writeln!(text, "\n## {}", workload.label());
         for note in plan.notes.iter() {
-            text.push_str(&format!("{note}\n"));
+            let _ = writeln!(text, "{note}");
         }
-        text.push_str(&format!(
-            "warm-up: {} request(s) x {} tokens; capture: {} request(s) x {} tokens, prompt {}\n",
+        let _ = writeln!(
+            text,
+            "warm-up: {} request(s) x {} tokens; capture: {} request(s) x {} tokens, prompt {}",
             shape.warmup_requests,
             shape.warmup_tokens,
             shape.capture_requests,
@@ -84,7 +86,7 @@ pub(crate) fn capture_plan_text(
                 .input_len
                 .map(|n| format!("{n} tokens"))
                 .unwrap_or_else(|| "the legacy prompt".to_string()),
-        ));
+        );
         let curl = |call: &llm_triage_plugin_api::HttpCall| {
             let root = if call.on_control_url { &control } else { &url };
             let body = match call.body.as_ref().into_option() {
@@ -103,10 +105,10 @@ pub(crate) fn capture_plan_text(
             )
         };
         if let Some(call) = plan.start.as_ref().into_option() {
-            text.push_str(&format!("start: {}", curl(call)));
+            let _ = write!(text, "start: {}", curl(call));
         }
         if let Some(call) = plan.stop.as_ref().into_option() {
-            text.push_str(&format!("stop:  {}", curl(call)));
+            let _ = write!(text, "stop:  {}", curl(call));
         }
         let where_ = if plan.traces.server_owned_dir {
             format!(
@@ -118,12 +120,13 @@ pub(crate) fn capture_plan_text(
             dir.display().to_string()
         };
         let suffixes: Vec<&str> = plan.traces.suffixes.iter().map(|s| s.as_str()).collect();
-        text.push_str(&format!(
-            "traces: {where_}: {}*{}, complete within {} s of the stop\n",
+        let _ = writeln!(
+            text,
+            "traces: {where_}: {}*{}, complete within {} s of the stop",
             plan.traces.name_prefix,
             suffixes.join(" | *"),
             plan.traces.flush_timeout_ms / 1000
-        ));
+        );
     }
     Ok(text)
 }

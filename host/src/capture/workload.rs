@@ -1,4 +1,5 @@
-//! Synthetic load: the requests of one stage (capture spec §3, with its §11 fixes).
+//! Synthetic load: the requests of one stage, as the predecessor planned them, with its
+//! flaws fixed:
 //!
 //! * Prompt lengths are in tokens when the server has a tokenizer endpoint (the prompt is
 //!   then sent as token ids, cut to exactly the length asked), in words otherwise (noted).
@@ -44,7 +45,8 @@ pub(crate) struct ShapeFlags {
     pub probe_max_new_tokens: Option<u32>,
 }
 
-/// Requests per stage (spec §3.3): prefill sends at least `num_steps` one-token requests
+/// Requests per stage (the predecessor's plans): prefill sends at least `num_steps` one-token
+/// requests
 /// after as many warm-ups as `--warmup-steps`; decode sends one long generation after one
 /// warm-up generation of `--warmup-steps` tokens; legacy sends the instruction prompt.
 pub(crate) fn shape(workload: Workload, f: &ShapeFlags) -> Shape {
@@ -348,6 +350,9 @@ mod tests {
         }
     }
 
+    // The predecessor's plans: prefill max(requests, num_steps) x 1 token after
+    // warmup_steps warm-ups; decode one long generation after one warm-up of warmup_steps
+    // tokens.
     #[test]
     fn shapes_follow_the_predecessor_plans() {
         let p = shape(Workload::Prefill, &flags());

@@ -158,7 +158,8 @@ pub struct FusionRule {
 }
 
 impl FusionRule {
-    /// Spec §9.3 span: the number of split groups, at least 1 with active patterns.
+    /// The span that ranks a match in selection: the number of split groups, at least 1 with
+    /// active patterns.
     pub(crate) fn span(&self) -> usize {
         self.split.len().max(usize::from(!self.active.is_empty()))
     }

@@ -111,7 +111,8 @@ pub fn appears_consecutively(pattern: &[TokenMatcher], name_tokens: &[String]) -
 }
 
 /// Single tokens too generic to be a pattern on their own: they hit almost every trace
-/// (spec §14 item 11). Single-token patterns must also be at least
+/// (the predecessor's `add`, `mul`, `gate` or `cache` keywords matched nearly any kernel,
+/// location or CPU op). Single-token patterns must also be at least
 /// [`MIN_SINGLE_TOKEN_LEN`] characters long.
 pub const GENERIC_TOKENS: &[&str] = &[
     "add",

@@ -1,4 +1,4 @@
-//! The diffusers-fallback check (spec §6): a run that fell back to the `diffusers` backend
+//! The diffusers-fallback check: a run that fell back to the `diffusers` backend
 //! profiled the wrong code, so its kernels say nothing about the engine being triaged.
 //!
 //! Two signals stop the triage with exit 3 and a line saying it is a backend-selection

@@ -39,7 +39,7 @@ pub struct GlobalArgs {
 }
 
 // Parsed once per process: the size of the largest variant does not matter.
-#[allow(clippy::large_enum_variant)]
+#[expect(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Triage a trace (the default; the word may be left out).

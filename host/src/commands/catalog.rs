@@ -7,6 +7,7 @@ use crate::cli::{CatalogCommand, CatalogFormat, GlobalArgs};
 use crate::error::{Result, TriageError};
 use crate::output::print_stdout;
 use crate::triage::load_plugins;
+use std::fmt::Write as _;
 
 pub fn exec(command: &CatalogCommand, global: &GlobalArgs) -> Result<()> {
     let plugin_set = load_plugins(&global.plugin_dirs)?;
@@ -46,15 +47,16 @@ fn list_rows(catalog: &FusionCatalog, json: bool) -> String {
     let width = catalog.rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
     let mut out = String::new();
     for rule in &catalog.rules {
-        out.push_str(&format!(
-            "{:width$}  {:10}  {:9}  {}\n",
+        let _ = writeln!(
+            out,
+            "{:width$}  {:10}  {:9}  {}",
             rule.id,
             rule.origin,
             rule.status.label(),
             rule.label
-        ));
+        );
     }
-    out.push_str(&format!("{}\n", count_line(catalog)));
+    let _ = writeln!(out, "{}", count_line(catalog));
     out
 }
 

@@ -5,6 +5,7 @@
 //! an incompatible plugin API (the load fails) and a downgrade of an installed plugin of
 //! the same name, unless forced. Removing only ever touches the user plugin dir.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::load::{candidate_files, is_library, load_all, load_file, FILE_MARKER};
@@ -111,7 +112,7 @@ pub fn install(file: &Path, force: bool, user_dir: &Path) -> Result<String, Tria
         target.display()
     );
     if !notes.is_empty() {
-        text.push_str(&format!(" ({})", notes.join(", ")));
+        let _ = write!(text, " ({})", notes.join(", "));
     }
     text.push('\n');
     Ok(text)
@@ -154,7 +155,7 @@ pub fn remove(name: &str, user_dir: &Path) -> Result<String, TriageError> {
     for path in paths {
         std::fs::remove_file(&path)
             .map_err(|e| TriageError::input(&path, format!("cannot remove: {e}")))?;
-        text.push_str(&format!("removed {}\n", path.display()));
+        let _ = writeln!(text, "removed {}", path.display());
     }
     Ok(text)
 }

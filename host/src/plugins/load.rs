@@ -3,7 +3,8 @@
 //! Each file is opened with `lib_header_from_path` + `init_root_module` rather than
 //! `RootModule::load_from_file`: abi_stable caches one library per root-module type per
 //! process, so the latter would hand back the first plugin for every file
-//! (`shared/design/abi-stable-notes.md`). Libraries are never unloaded.
+//! (measured with abi_stable 0.11.3; see "The plugin ABI, in short" in
+//! `docs/architecture.md`). Libraries are never unloaded.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -229,7 +230,7 @@ pub fn load_file(path: &Path) -> Result<Engine, String> {
     })
 }
 
-type AbiLoadError = llm_triage_plugin_api::abi_stable::library::LibraryError;
+type AbiLoadError = abi_stable::library::LibraryError;
 
 /// The root-module layout a plugin is loaded through.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 //! that commit is and `doctor` warns past [`STALE_UPSTREAM_DAYS`], because an engine's
 //! paths and annotations drift and a stale plugin misreads new traces quietly.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use llm_triage_plugin_api::{capability, Support, PLUGIN_API_VERSION};
@@ -292,7 +293,7 @@ pub(crate) fn capability_matrix(engines: &[Engine]) -> String {
         .collect();
     let mut text = table(&header, &rows);
     for (i, note) in notes.iter().enumerate() {
-        text.push_str(&format!("  [{}] {note}\n", i + 1));
+        let _ = writeln!(text, "  [{}] {note}", i + 1);
     }
     text
 }

@@ -17,24 +17,24 @@
 //! `Option` accessor):
 //!
 //! 1. `plugin-api` keeps a frozen copy of every released root-module layout in a
-//!    `baseline_v1_0` (…) module: the same type name `FrameworkPlugin` and fields as
-//!    released, with its own `RootModule` impl (abi_stable 0.11 compares type name and
-//!    package, not module path).
+//!    `llm_triage_plugin_api::baseline::v1_N` module: the same type name `FrameworkPlugin`
+//!    and fields as released, with its own `RootModule` impl (abi_stable 0.11 compares
+//!    type name and package, not module path).
 //! 2. [`load`] reads the plugin's API version from its header *before* the layout check.
 //!    Same major and a minor at least the host's: the normal checked load. Same major but
-//!    an older minor: `init_root_module::<baseline_v1_N::FrameworkPluginRef>()` (still a
+//!    an older minor: `init_root_module::<baseline::v1_N::FrameworkPluginRef>()` (still a
 //!    full layout check, against the old layout), then a prefix-pointer cast to the
 //!    current `FrameworkPluginRef`; the new entry points read as absent (`None`) and the
 //!    host falls back to the old behaviour. A newer plugin is never loaded through a
 //!    baseline, so a broken field after the old ones is still caught.
 //! 3. Another major: refused, with a message naming both API versions.
 //!
-//! API 1.1.0 appended `fusion_registry`; `baseline_v1_0` keeps the 1.0.0 layout, and a
+//! API 1.1.0 appended `fusion_registry`; `baseline::v1_0` keeps the 1.0.0 layout, and a
 //! 1.0.x plugin loads through it and contributes no fusion rows
 //! (`host/tests/plugin_baseline.rs` loads a real 1.0 cdylib). API 1.2.0 appended
-//! `capture_plan` and `detect_endpoint`; `baseline_v1_1` keeps the 1.1.0 layout, and a
+//! `capture_plan` and `detect_endpoint`; `baseline::v1_1` keeps the 1.1.0 layout, and a
 //! 1.1.x plugin loads through it, keeps its fusion rows and has no live capture. API
-//! 1.3.0 appended `tools`; `baseline_v1_2` keeps the 1.2.0 layout, and a 1.2.x plugin
+//! 1.3.0 appended `tools`; `baseline::v1_2` keeps the 1.2.0 layout, and a 1.2.x plugin
 //! loads through it with live capture and no tools.
 
 pub(crate) mod install;
@@ -254,10 +254,7 @@ impl Engine {
     /// A plugin's error value (a caught panic included) as an exit-6 error.
     fn call<T>(
         &self,
-        result: llm_triage_plugin_api::abi_stable::std_types::RResult<
-            T,
-            llm_triage_plugin_api::abi_stable::std_types::RString,
-        >,
+        result: abi_stable::std_types::RResult<T, abi_stable::std_types::RString>,
     ) -> Result<T, TriageError> {
         result
             .into_result()

@@ -1,4 +1,5 @@
-//! The default format: the predecessor's markdown report (spec §11), with its exact
+//! The default format: the predecessor's report layout (header lines, then the kernel,
+//! overlap and fuse tables, `##### <stage>` sub-headings), with its exact
 //! table headers, plus the header lines and notes it lacked.
 
 use super::view::{view, Align, Block, Table, View};

@@ -63,7 +63,7 @@ pub struct StageReport {
     pub overlap: Vec<OverlapRow>,
     /// The fuse-pattern table, in selection order (`analyze::fuse`).
     pub fusions: Vec<FusionRow>,
-    /// At most one heuristic note, kept apart from the tables (`analyze::similarity`).
+    /// At most one heuristic note, kept apart from the tables (`analyze::fuse::similarity`).
     pub similarity: Vec<SimilarityNote>,
     pub notes: Vec<String>,
 }
@@ -95,7 +95,9 @@ pub struct SiteShare {
     pub share_pct: f64,
 }
 
-/// One row of the overlap-opportunity table (spec §8.4-§8.7).
+/// One row of the overlap-opportunity table: a headroom or low-roi-hidden kernel with its
+/// exposure totals, dependency risk, priority and recommendation (rules in
+/// `analyze::overlap`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct OverlapRow {
     /// Canonical kernel name.

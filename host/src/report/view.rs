@@ -2,6 +2,7 @@
 //! here once, so markdown and text show the same facts and differ only in layout.
 
 use serde_json::Value;
+use std::fmt::Write as _;
 
 use super::model::{
     FusionEvidence, FusionRow, KernelRow, OverlapRow, OverlapStage, Report, SimilarityNote,
@@ -176,7 +177,8 @@ fn header_lines(report: &Report) -> Vec<String> {
             .join(", ")
     };
     match &report.mapping_framework {
-        // Mapping+formal: one framework line when both sides agree (spec CLI §1.5).
+        // Mapping+formal: one framework line when both sides agree, else a mapping and a
+        // formal line (the predecessor's header).
         Some(mapping) => {
             if mapping.name == report.framework.name {
                 lines.push(format!("Framework: {}", report.framework.display_name));
@@ -428,10 +430,11 @@ fn sweep_line(measured: &OverlapStage) -> String {
         gpu_time_text(measured.idle_us)
     );
     if measured.same_stream_overlap_us > 0.0 {
-        line.push_str(&format!(
+        let _ = write!(
+            line,
             ", {} same-stream overlap",
             gpu_time_text(measured.same_stream_overlap_us)
-        ));
+        );
     }
     line
 }

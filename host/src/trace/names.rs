@@ -2,7 +2,8 @@
 //! A leaf module: the analyses group rows by these names and the renderers shorten them,
 //! so it depends on neither.
 //!
-//! Canonical name (predecessor §4.2, with two fixes): demangle an Itanium `_Z...` name,
+//! Canonical name (the predecessor's grouping key, with two fixes): demangle an Itanium
+//! `_Z...` name,
 //! strip and collapse whitespace, mask hex addresses (`0x7f3a` -> `0xADDR`), and cut the
 //! trailing parameter list of a C++ signature (`void foo<int>(float*, int)` ->
 //! `void foo<int>`). Fixes: an address is masked only where a token starts, so the

@@ -2,7 +2,7 @@
 //! before the engine is selected, that keeps only the GPU ops of the matching pids.
 //!
 //! It is one of the predecessor's behaviours; the others are its flag spellings in
-//! `cli.rs` (aliases, `infer_long_args`, the leading `triage` word) and its script names
+//! `cli/mod.rs` (aliases, `infer_long_args`, the leading `triage` word) and its script names
 //! in `compat/*.py` (shims that run this binary).
 
 use crate::error::{Result, TriageError};

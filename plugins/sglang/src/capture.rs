@@ -1,5 +1,5 @@
 //! SGLang's live-capture protocol (`python/sglang/srt/entrypoints/http_server.py`,
-//! `ProfileReqInput`, the scheduler's profiler mixin; capture spec §2.1 and §12.1).
+//! `ProfileReqInput`, the scheduler's profiler mixin, as read upstream).
 //!
 //! `/start_profile` takes a JSON body and answers plain text `Start profiling.`; failures
 //! ("already in progress") are HTTP 500. The server stops by itself after `num_steps`

@@ -251,7 +251,8 @@ mod tests {
 
     #[test]
     fn trtllm_values_in_sglang_args_stay_sglang() {
-        // The predecessor's substring rule made this TensorRT-LLM (spec §14 item 14).
+        // The predecessor's substring rule made this TensorRT-LLM (`trtllm` inside an
+        // SGLang attention-backend or MoE-runner value).
         let e = TraceEvidence {
             server_args: key_values(&[
                 ("attention_backend", "\"trtllm_mla\""),

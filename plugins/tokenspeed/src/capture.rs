@@ -1,5 +1,5 @@
 //! TokenSpeed's live-capture protocol (`control_server.py`, `scheduler_control_client.py`,
-//! `request_handler.py` at f4d8ec6e; capture spec §2.6 and §12.4).
+//! `request_handler.py` at f4d8ec6e).
 //!
 //! A control sidecar (by default the serving port + 1, `--control-url`) proxies
 //! `/start_profile` and `/stop_profile`. The body carries `output_dir`, `activities`,

@@ -114,9 +114,7 @@ impl EnginePlugin for TokenSpeed {
         capture::plan(request, evidence)
     }
 
-    fn detect_endpoint(
-        evidence: &llm_triage_plugin_api::EndpointEvidence,
-    ) -> Option<llm_triage_plugin_api::Claim> {
+    fn detect_endpoint(evidence: &llm_triage_plugin_api::EndpointEvidence) -> Option<Claim> {
         capture::detect_endpoint(evidence)
     }
 }

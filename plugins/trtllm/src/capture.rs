@@ -1,5 +1,5 @@
 //! TensorRT-LLM's capture protocol (`tensorrt_llm/_torch/pyexecutor/py_executor.py` at
-//! 00043967, `tensorrt_llm/serve/openai_server.py` at 00057725; capture spec §2.4, §12.3).
+//! 00043967, `tensorrt_llm/serve/openai_server.py` at 00057725).
 //!
 //! Upstream `trtllm-serve` has no profiler routes. The PyTorch executor profiles the
 //! iteration window of `TLLM_PROFILE_START_STOP` (`<start>-<stop>`) when

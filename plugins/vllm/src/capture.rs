@@ -1,5 +1,5 @@
 //! vLLM's live-capture protocol (`vllm/entrypoints/serve/profile/api_router.py`,
-//! `vllm/config/profiler.py`; capture spec §2.3 and §12.2).
+//! `vllm/config/profiler.py`, as read upstream).
 //!
 //! `POST /start_profile` and `POST /stop_profile` read no body and answer an empty 200.
 //! They exist only when the server was started with `--profiler-config` (older builds:

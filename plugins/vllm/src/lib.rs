@@ -104,9 +104,7 @@ impl EnginePlugin for Vllm {
         capture::plan(request, evidence)
     }
 
-    fn detect_endpoint(
-        evidence: &llm_triage_plugin_api::EndpointEvidence,
-    ) -> Option<llm_triage_plugin_api::Claim> {
+    fn detect_endpoint(evidence: &llm_triage_plugin_api::EndpointEvidence) -> Option<Claim> {
         capture::detect_endpoint(evidence)
     }
 }

@@ -1,6 +1,6 @@
 //! Engine emulators: one real HTTP server per engine on 127.0.0.1 (ephemeral port) that
-//! implements that engine's profiler contract as its current sources do (capture spec
-//! §12) and writes real traces from the fixture generator.
+//! implements that engine's profiler contract as its current upstream sources do
+//! (listed below per engine) and writes real traces from the fixture generator.
 //!
 //! * SGLang: `/start_profile` and `/stop_profile` (GET or POST) answer plain text; a
 //!   second start or a stop when idle is a 500; `num_steps` auto-stops counted in forward
@@ -757,7 +757,7 @@ fn file_name(config: &Config, active: &Active, stage: StageKind, by_stage: bool)
 /// A fixture trace of `stage` as the bytes the engine would write to `path`.
 fn trace_bytes(engine: Engine, stage: StageKind, gzip: bool, path: &Path) -> Vec<u8> {
     static SCRATCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = SCRATCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = SCRATCH.fetch_add(1, Ordering::Relaxed);
     let _ = path;
     let scratch =
         std::env::temp_dir().join(format!("llm-triage-emulator-{}-{n}", std::process::id()));

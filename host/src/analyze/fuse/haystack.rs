@@ -3,7 +3,8 @@
 //! a fusion row's evidence hits ([`rule_hits`]), before any threshold or selection.
 //!
 //! Hash stripping comes first so that a generated cache path (torch.compile, Inductor,
-//! Triton) can never be evidence: `wk` must not hit a digest (spec §14 item 11).
+//! Triton) can never be evidence: `wk` must not hit a digest (the predecessor's
+//! substring match did, and reported an unrelated fusion as confirmed).
 
 use std::collections::HashSet;
 

@@ -7,7 +7,8 @@
 //! pattern is a run of whole tokens or an anchored regex, never a substring of compacted
 //! text, and hash-like path segments (torch.compile / Inductor / Triton cache paths) are
 //! removed from locations and CPU ops before matching, so `wk` can never hit a cache hash
-//! (the predecessor's false "DSV3.2 indexer: Confirmed", spec §14 item 11).
+//! (the predecessor matched keywords as substrings of compacted text, and so reported
+//! "DSV3.2 indexer: Confirmed" on unrelated models).
 //!
 //! For one stage ([`fuse_table`]):
 //!
@@ -23,7 +24,8 @@
 //! 5. Confidence: `Confirmed` when every gate was evaluated and either the fused path was
 //!    seen (active hit) or the split kernels reach `likely_share`; else `Candidate`.
 //!
-//! Selection (spec §9.3, greedy and row-consuming): matches are sorted by priority, then
+//! Selection (greedy and row-consuming, as in the predecessor): matches are sorted by
+//! priority, then
 //! span (number of split groups, at least 1 with active patterns), then number of related
 //! kernel rows, then related GPU time, all descending; equal keys keep catalog order. In
 //! that order a match is skipped when an accepted match subsumes its id; one that shares

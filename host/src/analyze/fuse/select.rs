@@ -13,7 +13,8 @@ use super::FuseInput;
 use crate::catalog::fusions::{FusionRule, Status};
 use crate::report::model::KernelRow;
 
-/// A rule that matched a stage (spec §9.2), before selection.
+/// A rule that matched a stage (its gates passed, and an active hit or a hit in every
+/// split group), before selection.
 #[derive(Clone, Debug)]
 pub struct Candidate<'r> {
     pub hits: RuleHits<'r>,
@@ -42,7 +43,7 @@ pub(crate) fn candidates<'r>(
         .collect()
 }
 
-/// `hits` as a match of the stage (spec §9.2 steps 5-7), or `None`: no active hit and a
+/// `hits` as a match of the stage, or `None`: no active hit and a
 /// split group unseen, no GPU time, or a split-only match below the row's `min_share`.
 fn candidate<'r>(
     mut hits: RuleHits<'r>,
@@ -99,10 +100,11 @@ fn link_sites(hits: &mut RuleHits<'_>, kernels: &[KernelRow]) {
     }
 }
 
-/// Spec §9.3: greedy, row-consuming selection with `subsumes` (ordering in the module
+/// Greedy, row-consuming selection with `subsumes` (ordering in the module
 /// docs). Unlike the predecessor, a match that shares kernel rows with an accepted one is
 /// not dropped outright: it is re-evaluated on its unclaimed rows and kept when it still
-/// matches, so one broad match cannot hide another (spec §14 item 11).
+/// matches, so one broad match cannot hide another (in the predecessor one false positive
+/// consumed the rows of a true match).
 pub(crate) fn select<'r>(
     mut found: Vec<Candidate<'r>>,
     kernels: &[KernelRow],

@@ -1,6 +1,7 @@
 //! Similarity notes: at most one per stage, when a kernel cluster resembles a known
-//! fusion without matching it. Heuristic by design and kept out of the fuse table (spec
-//! §9.5), but deterministic: the same trace and catalog give the same note.
+//! fusion without matching it. Heuristic by design and kept out of the fuse table (the
+//! predecessor left such notes to the human reader and kept them out of its tables), but
+//! deterministic: the same trace and catalog give the same note.
 //!
 //! A catalog row that applies to the engine, whose gates did not fail, that is not in
 //! the table and had no active hit, is *close* in one of two shapes:
@@ -23,6 +24,7 @@
 //! rule hits of [`super::haystack`] over the same haystacks.
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 
 use super::facts::GateState;
 use super::haystack::{rule_hits, Haystack, RuleHits};
@@ -78,7 +80,7 @@ pub(crate) fn similarity_note(
         };
         scored.level -= gate_penalty;
         if let GateState::Unknown(why) = &hits.gate {
-            scored.note.reason.push_str(&format!("; {why}"));
+            let _ = write!(scored.note.reason, "; {why}");
         }
         if scored.level < 1 || scored.share_pct < rule.min_share {
             continue;
@@ -191,7 +193,7 @@ fn partial_split(
         missing.join(", ")
     );
     if let Some(context) = context {
-        reason.push_str(&format!("; launched together from {context}"));
+        let _ = write!(reason, "; launched together from {context}");
     }
     Some(Scored {
         level,

@@ -1,4 +1,4 @@
-//! The overlap-opportunity table (spec §8): which kernels run exposed (no other stream
+//! The overlap-opportunity table: which kernels run exposed (no other stream
 //! busy) and could be overlapped or fused, and which are already hidden.
 //!
 //! ```text
@@ -10,7 +10,9 @@
 //! replayed from a CUDA graph have no per-kernel scope there (their launch is the graph
 //! launch), so they stay `unmapped`. **Mapping+formal mode** sweeps the formal trace
 //! (production config, graphs on) and takes each kernel's Python scope from the mapping
-//! trace (graphs off) only: formal launch sites never outvote it (spec §14.4).
+//! trace (graphs off) only: formal launch sites never outvote it (in the
+//! predecessor the formal trace's full launch counts outweighed the sampled mapping
+//! evidence, so graph-on traces showed the graph-launch scope).
 //!
 //! How a row finds its Python scope (by name, base name, family and location, family) is
 //! the scope join in `scope.rs`.
@@ -167,7 +169,8 @@ fn stage_ops(traces: &[StagedTrace<'_>]) -> BTreeMap<Stage, StageOps> {
     stages
 }
 
-/// The mapping stage for a formal stage (spec §5.4): the same stage, else `all`, else
+/// The mapping stage for a formal stage, paired as the predecessor paired them: the same
+/// stage, else `all`, else
 /// the only one.
 fn pick_stage(stages: &BTreeMap<Stage, StageOps>, stage: Stage) -> Option<&StageOps> {
     stages
@@ -441,7 +444,8 @@ fn cut(rows: &mut Vec<OverlapRow>, busy_us: f64, opts: &OverlapOptions) -> usize
 }
 
 /// A stream's identity within a pid: `args.stream` when present (stream 0 is a real
-/// stream, spec §14.16), else the thread the trace put the op on.
+/// stream; the predecessor read 0 as absent and fell back to the thread), else the thread
+/// the trace put the op on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 enum StreamKey {
     Id(i64),
@@ -486,7 +490,7 @@ impl Verdict {
 }
 
 /// Headroom candidates (non-compute first, then compute, each by weighted exclusive
-/// time), then low-roi-hidden ones (spec §8.4).
+/// time), then low-roi-hidden ones: the predecessor's candidate thresholds and weights.
 fn candidates(rows: &[RowTotals]) -> Vec<(u32, Verdict)> {
     let us = |ns: Ns| ns_to_us(ns);
     let ratio = |part: Ns, total: Ns| {
@@ -579,7 +583,8 @@ impl DepRisk {
     }
 }
 
-/// Priority and recommendation (spec §8.7; the predecessor's unreachable branches for
+/// Priority and recommendation, by the predecessor's table (its branches that no verdict
+/// reaches for
 /// other verdicts are left out).
 fn priority(
     share_pct: f64,
@@ -644,7 +649,7 @@ impl Neighbours {
 }
 
 /// Dependency risk of a row from its representative op's same-stream neighbours
-/// (spec §8.6): a side is risky when the gap is tight and the neighbour shares the
+/// (the predecessor's rule): a side is risky when the gap is tight and the neighbour shares the
 /// scope family, the launch op, or looks like a producer/consumer by category; it is
 /// unclear when tight and a scope is unknown.
 fn dep_risk(
@@ -703,7 +708,8 @@ fn dep_risk(
 }
 
 /// Two `path:line function` scopes are of one family when the paths or the function
-/// names are equal (spec §8.6, over the one scope format this tool writes).
+/// names are equal (the predecessor's test, applied to the one scope format this tool
+/// writes; it mixed two).
 fn same_scope_family(a: &str, b: &str) -> bool {
     let split = |s: &str| -> (String, String) {
         let (head, function) = s.rsplit_once(' ').unwrap_or((s, ""));

@@ -1,6 +1,7 @@
 //! The scope join of mapping+formal mode: each kernel row of the swept (formal) trace
 //! gets its Python scope from the mapping trace (CUDA graphs off), never from formal
-//! launch sites (spec §14.4). In single-trace mode the swept trace is its own mapping.
+//! launch sites (the predecessor let the formal trace's full launch counts outvote the
+//! sampled mapping evidence). In single-trace mode the swept trace is its own mapping.
 //!
 //! First hit wins:
 //! 1. the canonical kernel name;

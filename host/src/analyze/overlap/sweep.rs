@@ -1,4 +1,6 @@
-//! The exposure sweep (spec §8.3, with the stream-0 and same-stream fixes): one pass over
+//! The exposure sweep (the predecessor's, with two fixes: stream 0 is a stream like any
+//! other, and ops overlapping on one stream are reported rather than counted exposed):
+//! one pass over
 //! the start and end points of every GPU op of a stage, in integer nanoseconds.
 //!
 //! Between two consecutive points the set of running ops is fixed (a *segment*). For a
@@ -18,7 +20,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::trace::event::Ns;
 
-/// The overlap side's kernel categories (spec §4.4), derived from kernel families.
+/// The overlap table's kernel categories (the predecessor's five; a partner op is ranked
+/// compute > communication > memory > elementwise > other), derived from kernel families.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Category {
     Other,
@@ -30,7 +33,8 @@ pub(crate) enum Category {
 
 impl Category {
     /// From a kernel-table family (`catalog/kernel-families.toml`): token rules, so
-    /// `gemma_*` is not a GEMM and `nvjet_*` is (spec §14.10).
+    /// `gemma_*` is not a GEMM and `nvjet_*` is (the predecessor's substring lists got both
+    /// wrong).
     pub(crate) fn of_family(family: &str) -> Category {
         match family {
             "communication" => Category::Communication,

@@ -1,8 +1,8 @@
 //! Finding the trace files (and `server_args.json`) behind an `--input` path.
 //!
 //! A file is taken as is; its content is checked when it is read. A directory is walked
-//! for the layouts the engines' captures leave behind (`shared/spec/analysis-behaviour.md`
-//! §2, capture spec §10):
+//! for the layouts the engines' captures and the
+//! predecessor's runner scripts leave behind:
 //!
 //! * SGLang workload: `OUT/{prefill,decode}/<ts>/server_args.json` plus
 //!   `[<prefix>-<stage>-]<id>-TP-<r>….trace.json.gz`; legacy `OUT/<ts>/…-TP-0-EXTEND…`.
@@ -11,7 +11,8 @@
 //! * TensorRT-LLM: `trace-{prefill,decode}[-rank-<r>].json` (a generic name, sniffed).
 //!
 //! One file per stage is analysed, of one rank; every file left out is named in
-//! `notes`, never dropped silently (the predecessor's §14 item 15).
+//! `notes`, never dropped silently (the predecessor analysed one file per stage and said
+//! nothing of the others).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
@@ -219,7 +220,8 @@ fn read_dir_sorted(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(entries)
 }
 
-/// Chooses which found files compete (§2 step 3, with its notes).
+/// Chooses which found files compete, by the predecessor's directory rule (direct files,
+/// else a workload layout, else the newest trace directory), noting every file left out.
 ///
 /// * Files directly in the input directory: those.
 /// * Else, when some file sits in a stage directory below the input (the workload layout
@@ -362,7 +364,8 @@ fn rank_list(ranks: &BTreeSet<u32>) -> String {
 }
 
 /// When some files name their stage, an unstaged file next to them would mix both
-/// stages into one section (§14 item 15); it is left out, with a note.
+/// stages into one section (the predecessor then showed one kernel twice, with two
+/// denominators); it is left out, with a note.
 fn prefer_staged(candidates: Vec<Found>, notes: &mut Vec<String>) -> Vec<Found> {
     if candidates.iter().all(|f| f.path_stage == Stage::All)
         || candidates.iter().all(|f| f.path_stage != Stage::All)

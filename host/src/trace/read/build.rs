@@ -74,7 +74,8 @@ fn classify(cat: &str) -> Class {
     } else if is("gpu_user_annotation") {
         Class::Annotation { on_gpu: true }
     } else {
-        // The predecessor's rule (§3.1): a category naming kernels, or any other gpu_*.
+        // The predecessor's kernel rule, kept: a category containing `kernel`, or any
+        // other `gpu_*` category except annotations.
         let gpu_prefixed = cat
             .as_bytes()
             .get(..4)
@@ -96,7 +97,8 @@ fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
-/// Python scopes are never kernels even when they carry a stream (§3.1).
+/// Python scopes (`….py(`, `python/…`, `nn.Module: …`) are never kernels even when they
+/// carry a `stream` arg, as in the predecessor's fallback rule for stream-bearing events.
 fn looks_like_python_scope(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.contains(".py(") || lower.starts_with("python/") || lower.starts_with("nn.module:")

@@ -21,7 +21,7 @@
 //! and UTF-8-checked on its own thread, which hands over text blocks (and gets them
 //! back for reuse), so the parse thread copies each byte once.
 //!
-//! What is kept (see `shared/spec/analysis-behaviour.md` §3.1): GPU kernels, memcpys and
+//! What is kept (the predecessor's event classes, chosen by `cat`): GPU kernels, memcpys and
 //! memsets; runtime/driver calls that carry a `correlation` (every one: `cudaMemcpyAsync`
 //! launches memcpys); CPU ops; Python frames; user and GPU-user annotations; the
 //! `process_name` / `thread_name` metadata. Everything else is counted and dropped.

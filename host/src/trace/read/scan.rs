@@ -20,7 +20,7 @@ use super::raw::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text};
 
 /// What the scanner made of the text at the start of an event.
 // Returned by value once per event; boxing the event would allocate per event.
-#[allow(clippy::large_enum_variant)]
+#[expect(clippy::large_enum_variant)]
 pub(super) enum Scan<'a> {
     /// The event and its length in bytes.
     Event(RawEvent<'a>, usize),

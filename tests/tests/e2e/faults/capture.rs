@@ -1,4 +1,4 @@
-//! Live-capture faults against the emulators (issue 8, point 4): the server dies between
+//! Live-capture faults against the emulators: the server dies between
 //! start and stop, the stop hangs, the flush outlasts the limit, the disk is full, the
 //! trace is replaced under the waiter. Each is exit 5 with one line, no report (an old
 //! `--output` file stays as it was), and a started profiler is always sent its stop.

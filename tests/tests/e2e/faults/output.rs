@@ -1,4 +1,4 @@
-//! Output safety (issue 8, point 5): `--output` is all or nothing, a closed stdout pipe
+//! Output safety: `--output` is all or nothing, a closed stdout pipe
 //! (`| head`) ends quietly with exit 0, and stdout holds only the report.
 
 use std::io::Read;

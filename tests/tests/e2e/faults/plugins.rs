@@ -1,4 +1,4 @@
-//! Plugin failures during real triage runs of the binary (issue 8, point 3): a panicking
+//! Plugin failures during real triage runs of the binary: a panicking
 //! entry point is exit 6 naming the plugin and leaves no report behind; broken, foreign
 //! and duplicate plugin files are noted in the report and never stop a run.
 

@@ -1,4 +1,4 @@
-//! Hostile inputs through the real binary (issue 8, point 2). Every case runs under a
+//! Hostile inputs through the real binary. Every case runs under a
 //! time limit and either refuses with its exit code and one line naming the file, or
 //! succeeds with the bad events skipped and counted in the report's notes. No panic, no
 //! hang, no stack overflow.
