@@ -190,6 +190,13 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(read_notes(&mapping_traces));
     notes.extend(plugin_notes(&plugin_set));
     notes.extend(pid_notes);
+    // A named engine the evidence contradicts: honoured, and said on stderr and here.
+    for chosen in std::iter::once(selection).chain(mapping.as_ref().map(|m| &m.selection)) {
+        if let Some(warning) = &chosen.warning {
+            eprintln!("llm-triage: warning: {warning}");
+            notes.push(warning.clone());
+        }
+    }
 
     Ok(Report {
         schema_version: SCHEMA_VERSION,

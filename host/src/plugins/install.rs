@@ -41,6 +41,9 @@ pub(crate) fn installed_file_name(name: &str, source: &Path) -> String {
 
 /// Installs `file` into `user_dir`; returns the text to print.
 pub fn install(file: &Path, force: bool, user_dir: &Path) -> Result<String, TriageError> {
+    // dlopen searches the library path for a name without a `/` and never the current
+    // directory, so `install libfoo.so` would not find a file that is right there.
+    let file = &std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
     if !file.is_file() {
         return Err(TriageError::input(file, "no such plugin file"));
     }

@@ -341,15 +341,31 @@ fn plain_manifest(m: &llm_triage_plugin_api::Manifest) -> EngineManifest {
     }
 }
 
-/// The last few non-empty lines of a loader error, on one line.
+/// The last few non-empty lines of a loader error, as one sentence: a line ending in `:`
+/// (abi_stable's headings, `version:`) runs on into the next, others are joined by `; `.
+/// abi_stable's open error repeats the path and then says `because:`; only the cause
+/// after it is kept, since the caller names the file already.
 pub fn tail(reason: &str) -> String {
     let lines: Vec<&str> = reason
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
+    let lines = match lines
+        .iter()
+        .rposition(|l| l.eq_ignore_ascii_case("because:"))
+    {
+        Some(i) if i + 1 < lines.len() => &lines[i + 1..],
+        _ => &lines[..],
+    };
     let start = lines.len().saturating_sub(REASON_TAIL_LINES);
-    let shown = lines[start..].join(" | ");
+    let mut shown = String::new();
+    for line in &lines[start..] {
+        if !shown.is_empty() {
+            shown.push_str(if shown.ends_with(':') { " " } else { "; " });
+        }
+        shown.push_str(line);
+    }
     if start > 0 {
         format!("… {shown}")
     } else {
@@ -428,8 +444,21 @@ mod tests {
     #[test]
     fn tail_keeps_the_last_lines() {
         let long: String = (1..=200).map(|i| format!("line {i}\n\n")).collect();
-        assert_eq!(tail(&long), "… line 197 | line 198 | line 199 | line 200");
+        assert_eq!(tail(&long), "… line 197; line 198; line 199; line 200");
         assert_eq!(tail("\nonly\n"), "only");
+    }
+
+    #[test]
+    fn a_loader_error_becomes_one_clear_line() {
+        // abi_stable's LibraryError::OpenError, as it prints: the cause is after `because:`.
+        let open = "\nCould not open library at:\n\t/x/libfoo.so\nbecause:\n\t/x/libfoo.so: \
+                    invalid ELF header\n\n";
+        assert_eq!(tail(open), "/x/libfoo.so: invalid ELF header");
+        // A heading ending in `:` runs on into its value instead of a separator.
+        assert_eq!(
+            tail("\nversion:\n\t1.0.0\nthe error:\n\nboom\n"),
+            "version: 1.0.0; the error: boom"
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! every trace and takes the single strongest claim; no claim, or two engines tied at the
 //! top score, is refused with the evidence that was seen. There is no default engine: the
 //! predecessor analysed unknown traces as SGLang, which produced confident nonsense.
+//! A named engine is still asked about the traces, like every other: when another
+//! engine's claim is stronger, the name is honoured with a warning naming that evidence.
 
 use std::collections::HashMap;
 
@@ -19,6 +21,8 @@ pub struct Selection<'a> {
     pub engine: &'a Engine,
     /// Human-readable reasons, shown in the report header.
     pub decided_by: Vec<String>,
+    /// With `--framework NAME`: one line when the traces' evidence points to another engine.
+    pub warning: Option<String>,
 }
 
 /// How many entries of each evidence list a refusal message shows.
@@ -37,6 +41,7 @@ pub fn select<'a>(
         Some(engine) => Ok(Selection {
             engine,
             decided_by: vec![format!("--framework {}", framework.trim())],
+            warning: contrary_evidence(set, engine, framework.trim(), evidence),
         }),
         None => Err(TriageError::Usage(format!(
             "unknown framework {:?}; known: {}, or auto",
@@ -44,6 +49,41 @@ pub fn select<'a>(
             known_names(set)
         ))),
     }
+}
+
+/// The warning for a named engine that another engine's claim outscores. A plugin whose
+/// detection fails gives no claim here: the user chose the engine, and only its plugin
+/// runs the triage.
+fn contrary_evidence(
+    set: &PluginSet,
+    named: &Engine,
+    framework: &str,
+    evidence: &[TraceEvidence],
+) -> Option<String> {
+    let claim_of = |engine: &Engine| strongest_claim(engine, evidence).ok().flatten();
+    let own = claim_of(named);
+    let own_score = own.as_ref().map_or(0, |c| c.score);
+    let mut stronger: Option<(&Engine, Claim)> = None;
+    for engine in set.engines.iter().filter(|e| !std::ptr::eq(*e, named)) {
+        let Some(claim) = claim_of(engine) else {
+            continue;
+        };
+        let best = stronger.as_ref().map_or(own_score, |(_, c)| c.score);
+        if claim.score > best {
+            stronger = Some((engine, claim));
+        }
+    }
+    let (other, claim) = stronger?;
+    let own = match own {
+        Some(c) => format!("{} scores it {}", named.manifest.display_name, c.score),
+        None => format!("{} does not recognise it", named.manifest.display_name),
+    };
+    Some(format!(
+        "--framework {framework} is honoured, but the trace's evidence points to {} (score {}: {}); {own}",
+        other.manifest.display_name,
+        claim.score,
+        claim.evidence.join("; ")
+    ))
 }
 
 /// `sglang (sgl), vllm, …` for messages.
@@ -120,6 +160,7 @@ fn auto_select<'a>(
     Ok(Selection {
         engine: top_engine,
         decided_by,
+        warning: None,
     })
 }
 

@@ -93,3 +93,45 @@ fn empty_directory() {
         "no trace files",
     );
 }
+
+#[test]
+fn a_directory_lists_a_non_trace_named_like_a_trace_and_triages_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
+    // No rank in either name, one stage: the newer file, the non-trace, would be the one read.
+    std::os::unix::fs::symlink(&trace, dir.path().join("host_1.pt.trace.json.gz")).unwrap();
+    let named = dir.path().join("bench.trace.json");
+    std::fs::write(&named, br#"{"requests": [{"latency": 1.5}]}"#).unwrap();
+    let generic = dir.path().join("bench.json");
+    std::fs::write(&generic, br#"{"requests": [{"latency": 1.5}]}"#).unwrap();
+    let report = triage_json(&["--input", dir.path().to_str().unwrap()]);
+    assert_eq!(report["inputs"].as_array().unwrap().len(), 1);
+    let notes = report["notes"].to_string();
+    for skipped in [&named, &generic] {
+        let note = format!(
+            "not a trace, skipped: {} (a JSON object with neither traceEvents nor a \
+             torch.profiler key in its first 64 KiB)",
+            skipped.display()
+        );
+        assert!(notes.contains(&note), "{note} in {notes}");
+    }
+}
+
+#[test]
+fn no_trace_files_names_the_json_that_is_not_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.trace.json");
+    std::fs::write(&path, b"[1, 2, 3]").unwrap();
+    let err = assert_fails(
+        &["--input", dir.path().to_str().unwrap()],
+        3,
+        "no trace files",
+    );
+    assert!(
+        err.trim_end().ends_with(&format!(
+            "not traces: {} (a JSON list without event objects in its first 64 KiB)",
+            path.display()
+        )),
+        "{err}"
+    );
+}

@@ -98,6 +98,60 @@ fn explicit_framework_analyses_a_refused_trace() {
 }
 
 #[test]
+fn a_named_framework_is_honoured_with_a_warning_when_the_evidence_says_another() {
+    let path = shared_trace("AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz");
+    let input = path.to_str().unwrap();
+    let run = |framework: &str| {
+        let out = llm_triage()
+            .args([
+                "--framework",
+                framework,
+                "--input",
+                input,
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (String::from_utf8_lossy(&out.stderr).into_owned(), report)
+    };
+    let (stderr, report) = run("sglang");
+    assert_eq!(framework_of(&report), "sglang", "the name is honoured");
+    // What auto would have concluded, and on what evidence, is the vLLM plugin's claim.
+    let auto = triage_json(&["--framework", "auto", "--input", input]);
+    assert_eq!(framework_of(&auto), "vllm");
+    let evidence = auto["framework"]["decided_by"][0].as_str().unwrap();
+    let warning: Vec<&str> = stderr.lines().collect();
+    assert_eq!(warning.len(), 1, "one line: {stderr:?}");
+    let line = warning[0].strip_prefix("llm-triage: warning: ").unwrap();
+    assert!(line.contains("--framework sglang"), "{line}");
+    assert!(line.contains("points to vLLM"), "{line}");
+    assert!(line.contains(evidence), "{line} should name {evidence:?}");
+    let notes: Vec<&str> = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(notes.contains(&line), "{notes:?}");
+
+    // Naming the engine the evidence points to warns of nothing.
+    let (stderr, report) = run("vllm");
+    assert_eq!(stderr, "");
+    assert!(
+        !report["notes"].to_string().contains("points to"),
+        "{}",
+        report["notes"]
+    );
+}
+
+#[test]
 fn sglang_stages_follow_step_annotations() {
     let prefill = shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz");
     let report = triage_json(&["--input", prefill.to_str().unwrap()]);

@@ -12,7 +12,9 @@
 //!
 //! One file per stage is analysed, of one rank; every file left out is named in
 //! `notes`, never dropped silently (the predecessor analysed one file per stage and said
-//! nothing of the others).
+//! nothing of the others). In a directory every `*.json[.gz]` is judged by its first
+//! bytes, whatever its name says: one that is not a trace is listed with why, so a stray
+//! `bench.trace.json` neither stops the run nor vanishes.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
@@ -93,6 +95,22 @@ fn discover_file(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageErro
 // ---------------------------------------------------------------------------------------
 // Directory walk
 
+/// A `*.json[.gz]` file of the walk that is not a trace, and why.
+#[derive(Clone, Debug)]
+struct NotTrace {
+    path: PathBuf,
+    reason: String,
+}
+
+impl NotTrace {
+    fn described(&self) -> String {
+        format!("{} ({})", self.path.display(), self.reason)
+    }
+}
+
+/// How many non-traces a "no trace files found" error names before counting the rest.
+const NOT_TRACES_SHOWN: usize = 5;
+
 /// A trace file seen during the walk.
 #[derive(Clone, Debug)]
 struct Found {
@@ -114,10 +132,15 @@ const LOOKED_FOR: &str = "looked for *.trace.json[.gz], *.pt.trace.json[.gz], *.
 
 fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError> {
     let mut notes = Vec::new();
-    let found = walk(input, &mut notes)?;
+    let (found, not_traces) = walk(input, &mut notes)?;
     if found.is_empty() {
-        return Err(no_traces(input));
+        return Err(no_traces(input, &not_traces));
     }
+    notes.extend(
+        not_traces
+            .iter()
+            .map(|n| format!("not a trace, skipped: {}", n.described())),
+    );
 
     let candidates = choose_layout(input, found, &mut notes);
     let candidates = prefer_real_traces(candidates, &mut notes);
@@ -147,20 +170,32 @@ fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError
     })
 }
 
-fn no_traces(dir: &Path) -> TriageError {
-    TriageError::input(
-        dir,
-        format!(
-            "no trace files found under {} ({LOOKED_FOR})",
-            dir.display()
-        ),
-    )
+/// The error for a directory without traces, naming the JSON files that were not.
+fn no_traces(dir: &Path, not_traces: &[NotTrace]) -> TriageError {
+    let mut message = format!(
+        "no trace files found under {} ({LOOKED_FOR})",
+        dir.display()
+    );
+    if !not_traces.is_empty() {
+        let mut named: Vec<String> = not_traces
+            .iter()
+            .take(NOT_TRACES_SHOWN)
+            .map(NotTrace::described)
+            .collect();
+        if not_traces.len() > NOT_TRACES_SHOWN {
+            named.push(format!("and {} more", not_traces.len() - NOT_TRACES_SHOWN));
+        }
+        message = format!("{message}; not traces: {}", named.join(", "));
+    }
+    TriageError::input(dir, message)
 }
 
-/// Every trace file below `root`, depth-first in name order. Unreadable subdirectories
-/// are noted and skipped; an unreadable root is an error.
-fn walk(root: &Path, notes: &mut Vec<String>) -> Result<Vec<Found>, TriageError> {
+/// Every trace file below `root`, depth-first in name order, and the JSON files that are
+/// not traces. Unreadable subdirectories are noted and skipped; an unreadable root is an
+/// error.
+fn walk(root: &Path, notes: &mut Vec<String>) -> Result<(Vec<Found>, Vec<NotTrace>), TriageError> {
     let mut found = Vec::new();
+    let mut not_traces = Vec::new();
     let mut visited = HashSet::new();
     let mut pending = vec![(root.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = pending.pop() {
@@ -194,7 +229,13 @@ fn walk(root: &Path, notes: &mut Vec<String>) -> Result<Vec<Found>, TriageError>
                 if depth < MAX_DEPTH {
                     subdirs.push((path, depth + 1));
                 }
-            } else if meta.is_file() && is_trace_file(&path) {
+            } else if !meta.is_file() {
+                // A FIFO or a device is never opened: reading one could block forever.
+            } else if let Err(reason) = judge_file(&path) {
+                if let Some(reason) = reason {
+                    not_traces.push(NotTrace { path, reason });
+                }
+            } else {
                 let relative = path.strip_prefix(root).unwrap_or(&path);
                 found.push(Found {
                     rank: rank_from_name(&file_name(&path)),
@@ -209,7 +250,7 @@ fn walk(root: &Path, notes: &mut Vec<String>) -> Result<Vec<Found>, TriageError>
         // Reversed so the stack pops them in name order.
         pending.extend(subdirs.into_iter().rev());
     }
-    Ok(found)
+    Ok((found, not_traces))
 }
 
 fn read_dir_sorted(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
@@ -414,20 +455,19 @@ fn newest_per_stage(candidates: Vec<Found>, notes: &mut Vec<String>) -> Vec<Trac
 // ---------------------------------------------------------------------------------------
 // What counts as a trace file
 
-/// By name (`*.trace.json[.gz]`, `*.pt.trace.json*`), or a generic `*.json[.gz]` whose
-/// first bytes look like a Chrome trace. Only the first few KB are ever read.
-fn is_trace_file(path: &Path) -> bool {
+/// `Ok` for a trace; `Err(Some(why))` for a JSON-named file that is not one; `Err(None)`
+/// for any other file (not listed: a directory holds logs and READMEs too). The name
+/// alone never decides: a trace-named non-trace (the predecessor stopped the whole run on
+/// it) is judged like a generic `.json`. `server_args.json` is read as the engine's
+/// arguments, so it is not listed. Only the first few KB are ever read.
+fn judge_file(path: &Path) -> Result<(), Option<String>> {
     let lower = file_name(path).to_ascii_lowercase();
-    if lower.ends_with(".trace.json")
-        || lower.ends_with(".trace.json.gz")
-        || lower.contains(".pt.trace.json")
-    {
-        return true;
+    let json_named =
+        lower.ends_with(".json") || lower.ends_with(".json.gz") || lower.contains(".pt.trace.json");
+    if !json_named {
+        return Err(None);
     }
-    if !(lower.ends_with(".json") || lower.ends_with(".json.gz")) {
-        return false;
-    }
-    sniff_is_trace(path)
+    sniff(path).map_err(|why| (lower != "server_args.json").then_some(why))
 }
 
 /// How much of a generic JSON file is read to decide.
@@ -443,45 +483,55 @@ const KINETO_FIRST_KEYS: [&str; 6] = [
     "\"baseTimeNanoseconds\"",
 ];
 
-fn sniff_is_trace(path: &Path) -> bool {
-    let Ok(mut file) = fs::File::open(path) else {
-        return false;
-    };
+/// Whether the file's first [`SNIFF_BYTES`] (decompressed) look like a trace; if not, why.
+fn sniff(path: &Path) -> Result<(), String> {
+    let open = || fs::File::open(path).map_err(|e| format!("cannot open: {e}"));
     let mut magic = [0u8; 2];
-    let gzip = file.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
-    let Ok(file) = fs::File::open(path) else {
-        return false;
-    };
+    let gzip = open()?.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
     let mut head = Vec::new();
     let read = if gzip {
-        flate2::read::MultiGzDecoder::new(file)
+        flate2::read::MultiGzDecoder::new(open()?)
             .take(SNIFF_BYTES)
             .read_to_end(&mut head)
     } else {
-        file.take(SNIFF_BYTES).read_to_end(&mut head)
+        open()?.take(SNIFF_BYTES).read_to_end(&mut head)
     };
     // A truncated gzip still yields its first bytes; judge what arrived.
-    if read.is_err() && head.is_empty() {
-        return false;
+    match read {
+        Err(e) if head.is_empty() && gzip => {
+            Err(format!("a gzip file that does not decompress: {e}"))
+        }
+        Err(e) if head.is_empty() => Err(format!("cannot read: {e}")),
+        _ => trace_shape(&head),
     }
-    looks_like_trace(&head)
 }
 
 /// `{"traceEvents"…`, an object whose first key is a torch.profiler key, one that
-/// mentions `"traceEvents"` early, or a list of event objects (`[{… "ph" …`).
-fn looks_like_trace(head: &[u8]) -> bool {
+/// mentions `"traceEvents"` early, or a list of event objects (`[{… "ph" …`); else why not.
+fn trace_shape(head: &[u8]) -> Result<(), String> {
     let head = head.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(head);
     let text = String::from_utf8_lossy(head);
     let body = text.trim_start();
+    let within = format!("in its first {} KiB", SNIFF_BYTES / 1024);
     if let Some(rest) = body.strip_prefix('{') {
         let rest = rest.trim_start();
-        return KINETO_FIRST_KEYS.iter().any(|k| rest.starts_with(k))
+        let traced = KINETO_FIRST_KEYS.iter().any(|k| rest.starts_with(k))
             || memchr::memmem::find(head, b"\"traceEvents\"").is_some();
+        return traced.then_some(()).ok_or_else(|| {
+            format!("a JSON object with neither traceEvents nor a torch.profiler key {within}")
+        });
     }
     if let Some(rest) = body.strip_prefix('[') {
-        return rest.trim_start().starts_with('{') && rest.contains("\"ph\"");
+        let events = rest.trim_start().starts_with('{') && rest.contains("\"ph\"");
+        return events
+            .then_some(())
+            .ok_or_else(|| format!("a JSON list without event objects {within}"));
     }
-    false
+    if body.is_empty() {
+        return Err("the file is empty".to_string());
+    }
+    let start: String = body.chars().take(10).collect();
+    Err(format!("not JSON: it starts with {start:?}"))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -72,10 +72,62 @@ fn missing_and_empty_inputs() {
     put(dir.path(), "bench.json", r#"{"requests": [{"ph": 1}]}"#, 0);
     let e = err(discover(dir.path(), None));
     let want = format!(
-        "no trace files found under {} (looked for *.trace.json[.gz], *.pt.trace.json[.gz], *.json[.gz])",
-        dir.path().display()
+        "no trace files found under {} (looked for *.trace.json[.gz], *.pt.trace.json[.gz], *.json[.gz]); \
+         not traces: {} (a JSON object with neither traceEvents nor a torch.profiler key in its first 64 KiB)",
+        dir.path().display(),
+        dir.path().join("bench.json").display()
     );
     assert!(e.ends_with(&want), "{e}");
+}
+
+#[test]
+fn a_non_trace_is_skipped_and_listed_whether_or_not_its_name_says_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(root, "run-TP-0.trace.json", TRACE, 0);
+    let named = put(root, "bench.trace.json", r#"{"requests": []}"#, 0);
+    let generic = put(root, "bench.json", r#"{"requests": []}"#, 0);
+    let empty = put(root, "empty.pt.trace.json", "", 0);
+    let text = put(root, "log.trace.json.gz", "INFO started", 0);
+    put(root, "server_args.json", r#"{"tp_size": 1}"#, 0);
+    let set = discover(root, None).unwrap();
+    assert_eq!(names(&set), ["run-TP-0.trace.json"]);
+    let object =
+        "a JSON object with neither traceEvents nor a torch.profiler key in its first 64 KiB";
+    // server_args.json is read as the server's arguments, so it is not listed.
+    assert_eq!(
+        set.notes,
+        [
+            format!("not a trace, skipped: {} ({object})", generic.display()),
+            format!("not a trace, skipped: {} ({object})", named.display()),
+            format!(
+                "not a trace, skipped: {} (the file is empty)",
+                empty.display()
+            ),
+            format!(
+                "not a trace, skipped: {} (not JSON: it starts with \"INFO start\")",
+                text.display()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn no_traces_error_names_each_json_that_is_not_a_trace_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let list = put(root, "a.trace.json", "[1, 2]", 0);
+    let lonely = put(root, "b.json", r#"{"model": "x"}"#, 0);
+    let e = err(discover(root, None));
+    assert!(
+        e.ends_with(&format!(
+            "; not traces: {} (a JSON list without event objects in its first 64 KiB), {} (a JSON \
+             object with neither traceEvents nor a torch.profiler key in its first 64 KiB)",
+            list.display(),
+            lonely.display()
+        )),
+        "{e}"
+    );
 }
 
 #[test]
@@ -362,7 +414,22 @@ fn tensorrt_llm_generic_names_are_sniffed() {
         names(&set),
         ["trace-prefill-rank-0.json", "trace-decode-rank-0.json"]
     );
-    assert_eq!(set.notes, ["rank 1 not analysed (pass --rank N)"]);
+    // The JSON files that are not traces are listed, with why (point 15 of issue 14).
+    assert_eq!(
+        set.notes,
+        [
+            format!(
+                "not a trace, skipped: {} (a JSON object with neither traceEvents nor a \
+                 torch.profiler key in its first 64 KiB)",
+                root.join("benchmark-prefill.json").display()
+            ),
+            format!(
+                "not a trace, skipped: {} (a JSON list without event objects in its first 64 KiB)",
+                root.join("list.json").display()
+            ),
+            "rank 1 not analysed (pass --rank N)".to_string(),
+        ]
+    );
 }
 
 #[test]
@@ -370,13 +437,11 @@ fn sniffing_reads_only_the_head() {
     // torch.profiler's first key decides even when traceEvents is far away.
     let padding = "x".repeat(200_000);
     let late = format!(r#"{{"schemaVersion": 1, "pad": "{padding}", "traceEvents": []}}"#);
-    assert!(looks_like_trace(late.as_bytes()));
-    assert!(looks_like_trace(
-        br#"  {"metadata": {}, "traceEvents": []}"#
-    ));
-    assert!(!looks_like_trace(br#"{"model_path": "x"}"#));
-    assert!(!looks_like_trace(b"[]"));
-    assert!(!looks_like_trace(b""));
+    assert!(trace_shape(late.as_bytes()).is_ok());
+    assert!(trace_shape(br#"  {"metadata": {}, "traceEvents": []}"#).is_ok());
+    assert!(trace_shape(br#"{"model_path": "x"}"#).is_err());
+    assert!(trace_shape(b"[]").is_err());
+    assert!(trace_shape(b"").is_err());
     // Every shared trace has a generic .json[.gz] name and must be recognised.
     let dir = tempfile::tempdir().unwrap();
     for entry in fs::read_dir(shared("")).unwrap() {
@@ -387,7 +452,7 @@ fn sniffing_reads_only_the_head() {
         }
         let link = dir.path().join(&name);
         std::os::unix::fs::symlink(&path, &link).unwrap();
-        assert!(is_trace_file(&link), "{name}");
+        assert_eq!(judge_file(&link), Ok(()), "{name}");
     }
 }
 

@@ -305,3 +305,50 @@ fn install_upgrade_downgrade_and_remove_in_the_user_dir() {
     let again = run(&["plugins", "remove", "sglang"]);
     assert_eq!(again.status.code(), Some(2));
 }
+
+#[test]
+fn install_takes_a_bare_file_name_in_the_current_directory() {
+    let xdg = tempfile::tempdir().unwrap();
+    let name = format!(
+        "{}llm_triage_plugin_sglang{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let out = llm_triage()
+        .env("XDG_DATA_HOME", xdg.path())
+        .current_dir(target_dir())
+        .args(["plugins", "install", &name])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("installed sglang "),
+        "{}",
+        stdout(&out)
+    );
+    let installed = xdg.path().join("llm-triage").join("plugins").join(&name);
+    assert!(installed.is_file(), "{}", installed.display());
+}
+
+#[test]
+fn a_file_that_is_not_a_library_is_refused_in_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("libfoo.so"), "not a library").unwrap();
+    let out = llm_triage()
+        .current_dir(dir.path())
+        .args(["plugins", "install", "libfoo.so"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // The loader's own cause, about the file given, without its line structure.
+    let absolute = dir.path().join("libfoo.so");
+    assert!(
+        err.contains(&format!("{}: ", absolute.display())),
+        "names the file: {err}"
+    );
+    assert!(!err.contains("cannot open shared object file"), "{err}");
+    assert!(!err.contains(" | "), "{err}");
+    assert!(!err.contains("Could not open library at"), "{err}");
+}
