@@ -589,3 +589,58 @@ fn sglang_mi300x_never_says_the_cuda_only_rope_kv_store_did_not_fire() {
         );
     }
 }
+
+#[test]
+fn vllm_llama_tp4_compiled_allreduce_rmsnorm_is_found_and_undecided_on_rocm() {
+    use llm_triage_tests::compiled_tp::{write_compiled_llama_tp4, Platform, INDUCTOR_RMSNORM};
+    // NCCL and custom all-reduce, each followed by Inductor's compiled RMSNorm: the
+    // biggest fusion opportunity of the run, which a norm group of hand-written kernels
+    // alone never reported.
+    let dir = tempfile::tempdir().unwrap();
+    let h100 = write_compiled_llama_tp4(&dir.path().join("h100"), Platform::H100).unwrap();
+    let report = triage_json(&["--input", h100.to_str().unwrap(), "--min-share", "0"]);
+    let f = row(&report, "extend/prefill", "vllm.allreduce-rmsnorm");
+    assert_eq!(f["conclusion"], "not-fired", "{f}");
+    let evidence = f["evidence"].as_array().unwrap();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e["kernel"] == INDUCTOR_RMSNORM && e["part"] == "split:norm"),
+        "{f}"
+    );
+    // Recounted from the raw events: the all-reduces and the RMSNorms the row names.
+    let events = raw_events(&h100);
+    let gpu = gpu_events(&events);
+    let total: i64 = gpu.iter().map(|e| us_to_ns(&e["dur"])).sum();
+    let named: Vec<&str> = evidence
+        .iter()
+        .map(|e| e["kernel"].as_str().unwrap())
+        .collect();
+    let part: i64 = gpu
+        .iter()
+        .filter(|e| {
+            let name = e["name"].as_str().unwrap_or("");
+            named.iter().any(|k| name.starts_with(k))
+        })
+        .map(|e| us_to_ns(&e["dur"]))
+        .sum();
+    let share = f["share_pct"].as_f64().unwrap();
+    assert!(
+        (share - 100.0 * part as f64 / total as f64).abs() < 1e-9,
+        "{share}"
+    );
+
+    // The MI300X copy: AITER's fused variant launches both kernels, so names cannot say.
+    let mi300x = write_compiled_llama_tp4(&dir.path().join("mi300x"), Platform::Mi300x).unwrap();
+    let report = triage_json(&["--input", mi300x.to_str().unwrap(), "--min-share", "0"]);
+    let f = row(&report, "extend/prefill", "vllm.allreduce-rmsnorm");
+    assert_eq!(f["conclusion"], "undecided", "{f}");
+    assert_eq!(f["confidence"], "Candidate", "{f}");
+    assert!(
+        f["rationale"]
+            .as_str()
+            .unwrap()
+            .starts_with("Undecided: on rocm the fused path launches these same kernels"),
+        "{f}"
+    );
+}
