@@ -114,8 +114,9 @@ pub fn file_name(engine: Engine, stage: StageKind, rank: u32, seed: u64, gzip: b
 const GEMM_QKV: &str = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNT";
 const GEMM_GATE_UP: &str = "nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT";
 const GEMM_ROW: &str = "nvjet_tst_128x64_64x6_1x1_v_bz_coopA_TNT";
-const FUSED_ADD_RMSNORM: &str = "void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>";
-const FUSED_ADD_RMSNORM_RAW: &str = "void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, unsigned int, unsigned int, unsigned int, float, float)";
+pub(crate) const FUSED_ADD_RMSNORM: &str =
+    "void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>";
+pub(crate) const FUSED_ADD_RMSNORM_RAW: &str = "void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, unsigned int, unsigned int, unsigned int, float, float)";
 const RMSNORM: &str = "void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>";
 const RMSNORM_RAW: &str = "void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, unsigned int, unsigned int, unsigned int, unsigned int, float, float)";
 const ACT_AND_MUL: &str = "void flashinfer::activation::act_and_mul_kernel<__nv_bfloat16, &silu>";

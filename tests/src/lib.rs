@@ -12,6 +12,7 @@
 //! Times are written in µs with exactly 3 decimals and are integers in ns internally,
 //! so the ground truth is exact. Everything is deterministic in `FixtureSpec::seed`.
 
+pub mod compiled_tp;
 pub mod emulator;
 mod engines;
 

@@ -53,17 +53,45 @@ impl Status {
     }
 }
 
-/// Patterns over the three things a kernel row carries.
+/// Patterns over the three things a kernel row carries, and the look-alikes to leave out.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Evidence {
     pub kernel: Vec<Pattern>,
     pub cpu_op: Vec<Pattern>,
     pub location: Vec<Pattern>,
+    /// A kernel row whose name one of these matches is not evidence, even when a pattern
+    /// above hit it (one kernel template can serve the pattern and a look-alike: AITER's
+    /// `add_rmsnorm_quant_kernel<..., ADD_RESIDUAL=false, ...>` is a plain RMSNorm).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_kernel: Vec<Pattern>,
+    /// A kernel row every CPU op of which one of these matches is not evidence.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_cpu_op: Vec<Pattern>,
+    /// Launch sites whose location one of these matches are not counted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_location: Vec<Pattern>,
 }
 
 impl Evidence {
+    /// No positive pattern (exclusions alone never match anything).
     pub fn is_empty(&self) -> bool {
         self.kernel.is_empty() && self.cpu_op.is_empty() && self.location.is_empty()
+    }
+
+    /// Whether a kernel row, by its name or its CPU ops, is a look-alike this evidence
+    /// leaves out (`not_kernel`, or `not_cpu_op` matching every CPU op it has).
+    pub fn excludes_row(&self, name: &FieldText, cpu_ops: &[FieldText]) -> bool {
+        self.not_kernel.iter().any(|p| p.matches(name))
+            || (!self.not_cpu_op.is_empty()
+                && !cpu_ops.is_empty()
+                && cpu_ops
+                    .iter()
+                    .all(|op| self.not_cpu_op.iter().any(|p| p.matches(op))))
+    }
+
+    /// Whether a launch site is left out (`not_location`).
+    pub fn excludes_site(&self, location: &FieldText) -> bool {
+        self.not_location.iter().any(|p| p.matches(location))
     }
 
     /// The first pattern (kernel, then CPU op, then location) that matches a kernel row
@@ -133,6 +161,12 @@ pub struct Gate {
     pub models_exclude: Vec<String>,
     /// Minimum tensor-parallel size (1 = no requirement).
     pub min_tp: u32,
+    /// The GPU platforms (`cuda`, `rocm`) the fused path exists on; empty = any.
+    pub devices: Vec<String>,
+    /// Platforms where the fused path still launches the split kernels (vLLM's ROCm
+    /// AITER all-reduce + RMSNorm is one graph op over both kernels), so seeing them
+    /// cannot say whether it fired: a split match there is `undecided`, a Candidate.
+    pub split_ambiguous_on: Vec<String>,
 }
 
 /// One validated row of the fusion catalog.
@@ -169,6 +203,10 @@ impl FusionRule {
         self.origin == engine || self.origin == TORCH_ORIGIN
     }
 }
+
+/// The GPU platforms a `devices` gate may name (the fuse analysis reads which one a
+/// trace ran on from the trace itself).
+pub(crate) const DEVICE_PLATFORMS: &[&str] = &["cuda", "rocm"];
 
 /// Sub-directory of a catalog directory holding the fusion rows, one file per origin.
 pub(crate) const FUSIONS_DIR: &str = "fusions";
@@ -351,6 +389,12 @@ struct EvidenceEntry {
     cpu_op: Vec<String>,
     #[serde(default)]
     location: Vec<String>,
+    #[serde(default)]
+    not_kernel: Vec<String>,
+    #[serde(default)]
+    not_cpu_op: Vec<String>,
+    #[serde(default)]
+    not_location: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -365,6 +409,27 @@ struct SplitEntry {
     cpu_op: Vec<String>,
     #[serde(default)]
     location: Vec<String>,
+    #[serde(default)]
+    not_kernel: Vec<String>,
+    #[serde(default)]
+    not_cpu_op: Vec<String>,
+    #[serde(default)]
+    not_location: Vec<String>,
+}
+
+impl SplitEntry {
+    /// The group's patterns in the shape of an active table (serde's `flatten` cannot
+    /// be combined with `deny_unknown_fields`).
+    fn evidence(&self) -> EvidenceEntry {
+        EvidenceEntry {
+            kernel: self.kernel.clone(),
+            cpu_op: self.cpu_op.clone(),
+            location: self.location.clone(),
+            not_kernel: self.not_kernel.clone(),
+            not_cpu_op: self.not_cpu_op.clone(),
+            not_location: self.not_location.clone(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -376,6 +441,10 @@ struct GateEntry {
     models_exclude: Vec<String>,
     #[serde(default)]
     min_tp: Option<u32>,
+    #[serde(default)]
+    devices: Vec<String>,
+    #[serde(default)]
+    split_ambiguous_on: Vec<String>,
 }
 
 /// `owner/repo@<40 hex>:<path>`.
@@ -414,18 +483,17 @@ fn valid_id(id: &str, origin: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
-fn parse_evidence(
-    kernel: &[String],
-    cpu_op: &[String],
-    location: &[String],
-) -> Result<Evidence, String> {
+fn parse_evidence(entry: &EvidenceEntry) -> Result<Evidence, String> {
     let all = |texts: &[String]| -> Result<Vec<Pattern>, String> {
         texts.iter().map(|t| parse_fusion_pattern(t)).collect()
     };
     Ok(Evidence {
-        kernel: all(kernel)?,
-        cpu_op: all(cpu_op)?,
-        location: all(location)?,
+        kernel: all(&entry.kernel)?,
+        cpu_op: all(&entry.cpu_op)?,
+        location: all(&entry.location)?,
+        not_kernel: all(&entry.not_kernel)?,
+        not_cpu_op: all(&entry.not_cpu_op)?,
+        not_location: all(&entry.not_location)?,
     })
 }
 
@@ -516,17 +584,13 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
     if entry.subsumes.contains(&entry.id) {
         return Err("a row cannot subsume itself".to_string());
     }
-    let active = parse_evidence(
-        &entry.active.kernel,
-        &entry.active.cpu_op,
-        &entry.active.location,
-    )?;
+    let active = parse_evidence(&entry.active)?;
     let mut split = Vec::with_capacity(entry.split.len());
     for group in &entry.split {
         if group.name.trim().is_empty() {
             return Err("a split group needs a name".to_string());
         }
-        let evidence = parse_evidence(&group.kernel, &group.cpu_op, &group.location)
+        let evidence = parse_evidence(&group.evidence())
             .map_err(|m| format!("split group {:?}: {m}", group.name))?;
         if evidence.is_empty() {
             return Err(format!("split group {:?} has no patterns", group.name));
@@ -578,10 +642,26 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
             if min_tp == 0 {
                 return Err("min_tp must be at least 1".to_string());
             }
+            for (key, list) in [
+                ("devices", &g.devices),
+                ("split_ambiguous_on", &g.split_ambiguous_on),
+            ] {
+                if let Some(bad) = list
+                    .iter()
+                    .find(|d| !DEVICE_PLATFORMS.contains(&d.as_str()))
+                {
+                    return Err(format!(
+                        "{key} entry {bad:?} is not one of {}",
+                        DEVICE_PLATFORMS.join(", ")
+                    ));
+                }
+            }
             Gate {
                 models_include: lower(&g.models_include)?,
                 models_exclude: lower(&g.models_exclude)?,
                 min_tp,
+                devices: g.devices,
+                split_ambiguous_on: g.split_ambiguous_on,
             }
         }
     };

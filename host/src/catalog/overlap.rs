@@ -261,6 +261,30 @@ kernel = ["all reduce", "nccl*"]
     }
 
     #[test]
+    fn vllm_async_tp_tags_only_the_collectives_it_fuses_never_an_all_reduce() {
+        // Async TP fuses reduce-scatter / all-gather (after sequence parallelism) with
+        // a GEMM; a decode graph's 1-stage custom all-reduce is not that path.
+        let known = load_known_paths(None).unwrap();
+        let id = |kernel: &str| {
+            known
+                .find("vllm", "communication", kernel, None)
+                .map(|p| p.id.as_str())
+        };
+        for all_reduce in [
+            "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)",
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            "void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>",
+        ] {
+            assert_eq!(id(all_reduce), None, "{all_reduce}");
+        }
+        assert_eq!(
+            id("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"),
+            Some("vllm.async-tp")
+        );
+        assert_eq!(id("ncclDevKernel_AllGather_RING_LL"), Some("vllm.async-tp"));
+    }
+
+    #[test]
     fn malformed_rows_are_refused_with_the_row_named() {
         let bad = r#"
 schema = 1

@@ -127,14 +127,19 @@ fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String, Tri
         ));
     }
     lines.push(format!(
-        "gate: models {}{}, min_tp {}",
+        "gate: models {}{}, min_tp {}{}",
         list(&rule.gate.models_include),
         if rule.gate.models_exclude.is_empty() {
             String::new()
         } else {
             format!(" (not {})", rule.gate.models_exclude.join(", "))
         },
-        rule.gate.min_tp
+        rule.gate.min_tp,
+        if rule.gate.devices.is_empty() {
+            String::new()
+        } else {
+            format!(", devices {}", rule.gate.devices.join(", "))
+        }
     ));
     lines.push(format!("candidate_paths: {}", list(&rule.candidate_paths)));
     lines.push(format!("rationale: {}", rule.rationale));

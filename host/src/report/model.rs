@@ -166,7 +166,8 @@ pub struct FusionRow {
     /// The open upstream PR of an `inflight` row.
     pub pr: Option<u64>,
     /// `present` (the fused path ran), `not-fired` (the engine has it, split kernels
-    /// ran), `upstream-only` (only upstream or another engine has it), `open-pr`.
+    /// ran), `undecided` (split kernels ran, but on this platform the fused path launches
+    /// them too), `upstream-only` (only upstream or another engine has it), `open-pr`.
     pub conclusion: String,
     /// `Confirmed` or `Candidate`.
     pub confidence: String,

@@ -69,21 +69,14 @@ fn recount(file: &str, needle: &str) -> (i64, i64) {
 }
 
 #[test]
-fn sglang_mi300x_prefill_shows_its_fused_act_and_mul_and_add_rmsnorm_as_present() {
+fn sglang_mi300x_prefill_shows_its_fused_act_and_mul_as_present() {
     let path = shared_trace(SGLANG_PREFILL);
     let report = triage_json(&["--input", path.to_str().unwrap()]);
-    for (id, needle, pattern) in [
-        (
-            "sglang.act-and-mul",
-            "act_and_mul_kernel",
-            "act and mul kernel",
-        ),
-        (
-            "sglang.fused-add-rmsnorm",
-            "add_rmsnorm_quant_kernel",
-            "add rmsnorm quant kernel",
-        ),
-    ] {
+    for (id, needle, pattern) in [(
+        "sglang.act-and-mul",
+        "act_and_mul_kernel",
+        "act and mul kernel",
+    )] {
         let f = row(&report, "extend/prefill", id);
         assert_eq!(f["conclusion"], "present", "{id}");
         assert_eq!(f["confidence"], "Confirmed", "{id}");
@@ -479,5 +472,175 @@ fn hf_eager_silu_mul_counts_only_the_multiply_at_the_silu_site() {
     assert!(
         !locations.iter().any(|l| l.contains("apply_rotary_pos_emb")),
         "{locations:?}"
+    );
+}
+
+/// Whether a raw (mangled) AITER norm kernel name was built with `ADD_RESIDUAL = true`:
+/// the first `bool` template argument (`Lb1`/`Lb0`) after the two `int` ones.
+fn aiter_norm_adds_residual(raw: &str) -> Option<bool> {
+    let rest = raw.split("add_rmsnorm_quant_kernel").nth(1)?;
+    let at = rest.find("Lb")?;
+    Some(&rest[at + 2..at + 3] == "1")
+}
+
+#[test]
+fn sglang_qwen3_add_rmsnorm_counts_only_the_norms_that_add_the_residual() {
+    // Qwen3's q/k-norm (`apply_qk_norm`, 2 per layer) and the final norm run the same
+    // AITER template with ADD_RESIDUAL = false under the CPU op aiter::rmsnorm: they are
+    // not evidence of the fused residual add, in eager prefill nor under graph replay.
+    for (file, stage) in [
+        (SGLANG_PREFILL, "extend/prefill"),
+        (
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+            "decode",
+        ),
+    ] {
+        let path = shared_trace(file);
+        let report = triage_json(&["--input", path.to_str().unwrap(), "--min-share", "0"]);
+        let f = row(&report, stage, "sglang.fused-add-rmsnorm");
+        let events = raw_events(&path);
+        let gpu = gpu_events(&events);
+        let total: i64 = gpu.iter().map(|e| us_to_ns(&e["dur"])).sum();
+        let (mut adds, mut plain) = (0i64, 0i64);
+        for e in &gpu {
+            match aiter_norm_adds_residual(e["name"].as_str().unwrap_or("")) {
+                Some(true) => adds += us_to_ns(&e["dur"]),
+                Some(false) => plain += us_to_ns(&e["dur"]),
+                None => {}
+            }
+        }
+        assert!(adds > 0 && plain > 0, "{file}: {adds} {plain}");
+        let related = f["related_gpu_time_us"].as_f64().unwrap();
+        assert!(
+            (related - adds as f64 / 1000.0).abs() < 1e-6,
+            "{file}: {related} us vs {adds} ns with the residual add ({plain} ns without)"
+        );
+        let share = f["share_pct"].as_f64().unwrap();
+        assert!((share - 100.0 * adds as f64 / total as f64).abs() < 1e-9);
+        for e in f["evidence"].as_array().unwrap() {
+            let kernel = e["kernel"].as_str().unwrap();
+            assert!(kernel.contains(", true,"), "{file}: {kernel}");
+        }
+        assert_eq!(f["conclusion"], "present");
+    }
+}
+
+#[test]
+fn vllm_b200_asynctp_near_miss_is_not_carried_by_every_gemm_of_the_stage() {
+    // The only all-gather of this prefill is the logits gather (one launch, 0.2%); the
+    // AsyncTP row's GEMM group matches every nvjet GEMM. A near miss is as large as its
+    // smallest part, so this pairing is below the row's min_share and gives no note.
+    let path = shared_trace(VLLM_B200);
+    let (gather, total) = recount(VLLM_B200, "AllGather");
+    assert!(gather > 0 && 100.0 * (gather as f64) / (total as f64) < 0.5);
+    let report = triage_json(&["--input", path.to_str().unwrap(), "--min-share", "0"]);
+    for stage in report["stages"].as_array().unwrap() {
+        for note in stage["similarity"].as_array().unwrap() {
+            assert_ne!(
+                note["family_id"], "vllm.async-tp-gemm-collective",
+                "{}: {note}",
+                stage["stage"]
+            );
+        }
+    }
+}
+
+#[test]
+fn sglang_mi300x_never_says_the_cuda_only_rope_kv_store_did_not_fire() {
+    // SGLang fuses the KV-cache store into RoPE only on CUDA with a bf16 KV cache
+    // (`enable_fused_set_kv_buffer`); these traces ran on an AMD MI300X (hip* runtime
+    // calls, `AMD Instinct MI300X`), so their RoPE + store kernels are no missed fusion.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("fusions")).unwrap();
+    let sglang = workspace_root().join("catalog/fusions/sglang.toml");
+    let ungated: String = std::fs::read_to_string(&sglang)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("devices"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.path().join("fusions/sglang.toml"), ungated).unwrap();
+    for (file, stage) in [
+        (SGLANG_PREFILL, "extend/prefill"),
+        (
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+            "decode",
+        ),
+    ] {
+        let path = shared_trace(file);
+        let args = ["--input", path.to_str().unwrap(), "--min-share", "0"];
+        let report = triage_json(&args);
+        let shown: Vec<&str> = fusions(&report)
+            .iter()
+            .map(|(_, f)| f["id"].as_str().unwrap())
+            .collect();
+        assert!(
+            !shown.contains(&"sglang.fused-rope-kv-store"),
+            "{file}: {shown:?}"
+        );
+        // The platform gate is what removes it: without `devices` lines it comes back.
+        let mut with_catalog = args.to_vec();
+        with_catalog.extend(["--catalog", dir.path().to_str().unwrap()]);
+        let ungated = triage_json(&with_catalog);
+        assert_eq!(
+            row(&ungated, stage, "sglang.fused-rope-kv-store")["conclusion"],
+            "not-fired",
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn vllm_llama_tp4_compiled_allreduce_rmsnorm_is_found_and_undecided_on_rocm() {
+    use llm_triage_tests::compiled_tp::{write_compiled_llama_tp4, Platform, INDUCTOR_RMSNORM};
+    // NCCL and custom all-reduce, each followed by Inductor's compiled RMSNorm: the
+    // biggest fusion opportunity of the run, which a norm group of hand-written kernels
+    // alone never reported.
+    let dir = tempfile::tempdir().unwrap();
+    let h100 = write_compiled_llama_tp4(&dir.path().join("h100"), Platform::H100).unwrap();
+    let report = triage_json(&["--input", h100.to_str().unwrap(), "--min-share", "0"]);
+    let f = row(&report, "extend/prefill", "vllm.allreduce-rmsnorm");
+    assert_eq!(f["conclusion"], "not-fired", "{f}");
+    let evidence = f["evidence"].as_array().unwrap();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e["kernel"] == INDUCTOR_RMSNORM && e["part"] == "split:norm"),
+        "{f}"
+    );
+    // Recounted from the raw events: the all-reduces and the RMSNorms the row names.
+    let events = raw_events(&h100);
+    let gpu = gpu_events(&events);
+    let total: i64 = gpu.iter().map(|e| us_to_ns(&e["dur"])).sum();
+    let named: Vec<&str> = evidence
+        .iter()
+        .map(|e| e["kernel"].as_str().unwrap())
+        .collect();
+    let part: i64 = gpu
+        .iter()
+        .filter(|e| {
+            let name = e["name"].as_str().unwrap_or("");
+            named.iter().any(|k| name.starts_with(k))
+        })
+        .map(|e| us_to_ns(&e["dur"]))
+        .sum();
+    let share = f["share_pct"].as_f64().unwrap();
+    assert!(
+        (share - 100.0 * part as f64 / total as f64).abs() < 1e-9,
+        "{share}"
+    );
+
+    // The MI300X copy: AITER's fused variant launches both kernels, so names cannot say.
+    let mi300x = write_compiled_llama_tp4(&dir.path().join("mi300x"), Platform::Mi300x).unwrap();
+    let report = triage_json(&["--input", mi300x.to_str().unwrap(), "--min-share", "0"]);
+    let f = row(&report, "extend/prefill", "vllm.allreduce-rmsnorm");
+    assert_eq!(f["conclusion"], "undecided", "{f}");
+    assert_eq!(f["confidence"], "Candidate", "{f}");
+    assert!(
+        f["rationale"]
+            .as_str()
+            .unwrap()
+            .starts_with("Undecided: on rocm the fused path launches these same kernels"),
+        "{f}"
     );
 }

@@ -18,6 +18,10 @@ pub struct RunFacts {
     pub tp: Option<u32>,
     /// Where `tp` came from, e.g. `server args tp_size`.
     pub tp_source: Option<String>,
+    /// The GPU platform, `cuda` or `rocm` ([`super::platform`]), read by `devices` gates.
+    pub device: Option<String>,
+    /// The trace signs that gave `device`, e.g. `hip* runtime calls`.
+    pub device_source: Option<String>,
 }
 
 /// Server-arg keys that name the model, in the order they are read.
@@ -78,10 +82,13 @@ pub fn run_facts(
         Some((n, source)) => (Some(n), Some(source)),
         None => (None, None),
     };
+    let (device, device_source) = super::platform::platform(traces).unzip();
     RunFacts {
         models,
         tp,
         tp_source,
+        device,
+        device_source,
     }
 }
 
@@ -170,6 +177,16 @@ fn model_mentions(model: &str, token: &str) -> bool {
 /// gate is unknown.
 pub(crate) fn gate_state(rule: &FusionRule, facts: &RunFacts) -> GateState {
     let mut unknown = Vec::new();
+    if !rule.gate.devices.is_empty() {
+        match &facts.device {
+            Some(device) if !rule.gate.devices.contains(device) => return GateState::Failed,
+            Some(_) => {}
+            None => unknown.push(format!(
+                "GPU platform unknown (the fused path exists only on {})",
+                rule.gate.devices.join("/")
+            )),
+        }
+    }
     if rule.gate.min_tp > 1 {
         match facts.tp {
             Some(tp) if tp < rule.gate.min_tp => return GateState::Failed,
@@ -218,4 +235,23 @@ fn describe_models(gate: &Gate) -> String {
         parts.push(format!("not {}", gate.models_exclude.join("/")));
     }
     parts.join(", ")
+}
+
+/// Why the split kernels of `rule` cannot show whether its fused path fired on this run
+/// (`split_ambiguous_on` names the platform, or the platform is unknown), if so.
+pub(crate) fn split_ambiguity(rule: &FusionRule, facts: &RunFacts) -> Option<String> {
+    let on = &rule.gate.split_ambiguous_on;
+    if on.is_empty() {
+        return None;
+    }
+    let platforms = on.join("/");
+    match &facts.device {
+        Some(device) if on.contains(device) => Some(format!(
+            "on {device} the fused path launches these same kernels, so kernel names cannot tell whether it fired"
+        )),
+        Some(_) => None,
+        None => Some(format!(
+            "the GPU platform is unknown, and on {platforms} the fused path launches these same kernels, so kernel names cannot tell whether it fired"
+        )),
+    }
 }

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use super::facts::{gate_state, GateState, RunFacts};
+use super::facts::{gate_state, split_ambiguity, GateState, RunFacts};
 use crate::catalog::fusions::{Evidence, Field, FusionRule};
 use crate::catalog::pattern::{FieldText, Pattern};
 use crate::report::model::{KernelRow, SiteShare};
@@ -22,6 +22,8 @@ pub struct Haystack {
     locations: Vec<FieldText>,
     /// For each of `locations`, its index in the kernel row's `python_locations`.
     location_sites: Vec<usize>,
+    /// Every index of the kernel row's `python_locations` (unresolved ones included).
+    all_sites: Vec<usize>,
 }
 
 impl Haystack {
@@ -42,12 +44,47 @@ impl Haystack {
                 .collect(),
             locations,
             location_sites,
+            all_sites: (0..row.python_locations.len()).collect(),
         }
     }
 
     /// The first pattern of `evidence` that matches this row, and in which field.
     fn first_hit<'p>(&self, evidence: &'p Evidence) -> Option<(Field, &'p Pattern)> {
         evidence.first_hit(&self.name, &self.cpu_ops, &self.locations)
+    }
+
+    /// Row `row`'s hit by `evidence`, with the look-alikes it excludes left out: `None`
+    /// when nothing matched, when the row is excluded (`not_kernel`, `not_cpu_op`), or
+    /// when every counted launch site is excluded (`not_location`).
+    fn hit(&self, row: usize, evidence: &Evidence) -> Option<Hit> {
+        let (field, pattern) = self.first_hit(evidence)?;
+        if evidence.excludes_row(&self.name, &self.cpu_ops) {
+            return None;
+        }
+        let mut sites = (field == Field::Location).then(|| self.sites_matching(pattern));
+        if !evidence.not_location.is_empty() {
+            let excluded: Vec<usize> = self
+                .locations
+                .iter()
+                .zip(&self.location_sites)
+                .filter(|(text, _)| evidence.excludes_site(text))
+                .map(|(_, &site)| site)
+                .collect();
+            if !excluded.is_empty() {
+                let own = sites.unwrap_or_else(|| self.all_sites.clone());
+                let left: Vec<usize> = own.into_iter().filter(|s| !excluded.contains(s)).collect();
+                if left.is_empty() {
+                    return None;
+                }
+                sites = Some(left);
+            }
+        }
+        Some(Hit {
+            row,
+            field,
+            pattern: pattern.text.clone(),
+            sites,
+        })
     }
 
     /// The row's launch sites (indices into `python_locations`) that `pattern` matches.
@@ -173,6 +210,8 @@ impl Hit {
 pub struct RuleHits<'r> {
     pub rule: &'r FusionRule,
     pub gate: GateState,
+    /// Why split kernels cannot decide on this run (`split_ambiguous_on`), if so.
+    pub split_ambiguity: Option<String>,
     pub active: Vec<Hit>,
     /// One list per split group, in catalog order.
     pub groups: Vec<Vec<Hit>>,
@@ -217,19 +256,13 @@ pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) 
     let hits_of = |evidence: &Evidence| -> Vec<Hit> {
         rows.iter()
             .enumerate()
-            .filter_map(|(i, row)| {
-                row.first_hit(evidence).map(|(field, p)| Hit {
-                    row: i,
-                    field,
-                    pattern: p.text.clone(),
-                    sites: (field == Field::Location).then(|| row.sites_matching(p)),
-                })
-            })
+            .filter_map(|(i, row)| row.hit(i, evidence))
             .collect()
     };
     RuleHits {
         rule,
         gate: gate_state(rule, facts),
+        split_ambiguity: split_ambiguity(rule, facts),
         active: hits_of(&rule.active),
         groups: rule.split.iter().map(|g| hits_of(&g.evidence)).collect(),
     }
@@ -240,11 +273,11 @@ pub fn rule_hits<'r>(rule: &'r FusionRule, rows: &[Haystack], facts: &RunFacts) 
 pub fn parts_hit(rule: &FusionRule, row: &KernelRow) -> Vec<String> {
     let haystack = Haystack::of(row);
     let mut parts = Vec::new();
-    if haystack.first_hit(&rule.active).is_some() {
+    if haystack.hit(0, &rule.active).is_some() {
         parts.push("fused".to_string());
     }
     for group in &rule.split {
-        if haystack.first_hit(&group.evidence).is_some() {
+        if haystack.hit(0, &group.evidence).is_some() {
             parts.push(format!("split:{}", group.name));
         }
     }

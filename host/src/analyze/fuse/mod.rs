@@ -13,16 +13,22 @@
 //! For one stage ([`fuse_table`]):
 //!
 //! 1. Only rows of the selected engine's origin, plus `torch`, apply.
-//! 2. Gates: `min_tp` against the TP size ([`RunFacts::tp`]); `models_include` /
-//!    `models_exclude` against the model names ([`RunFacts::models`]). A failed gate
-//!    drops the row; a gate that cannot be evaluated (no TP size, no model name) keeps
-//!    it but caps it at `Candidate`.
+//! 2. Gates: `devices` against the GPU platform ([`RunFacts::device`]); `min_tp`
+//!    against the TP size ([`RunFacts::tp`]); `models_include` / `models_exclude`
+//!    against the model names ([`RunFacts::models`]). A failed gate drops the row (a
+//!    path that cannot exist on this platform never "did not fire"); a gate that cannot
+//!    be evaluated (no platform, TP size or model name) keeps it but caps it at
+//!    `Candidate`.
 //! 3. `active` = kernel rows any active pattern matches; group *i* = rows any pattern of
 //!    split group *i* matches. The row needs an active hit, or a hit in every group.
 //! 4. related = active, then each group, de-duplicated; a split-only row below its
 //!    `min_share` is dropped.
-//! 5. Confidence: `Confirmed` when every gate was evaluated and either the fused path was
-//!    seen (active hit) or the split kernels reach `likely_share`; else `Candidate`.
+//! 5. Conclusion: `present` on an active hit; else by status, except that a mainline
+//!    row whose fused path launches the split kernels too on this platform
+//!    (`split_ambiguous_on`, or the platform unknown) is `undecided`.
+//! 6. Confidence: `Confirmed` when every gate was evaluated, the conclusion is not
+//!    `undecided`, and either the fused path was seen (active hit) or the split kernels
+//!    reach `likely_share`; else `Candidate`.
 //!
 //! Selection (greedy and row-consuming, as in the predecessor): matches are sorted by
 //! priority, then
@@ -44,6 +50,7 @@
 
 pub(crate) mod facts;
 pub mod haystack;
+mod platform;
 pub(crate) mod select;
 pub(crate) mod similarity;
 #[cfg(test)]
@@ -178,6 +185,10 @@ fn conclusion_sentence(candidate: &Candidate<'_>, conclusion: Conclusion) -> Str
         ),
         Conclusion::NotFired => format!(
             "The engine has this fused path but it did not fire: split kernels take {share} of GPU time."
+        ),
+        Conclusion::Undecided => format!(
+            "Undecided: {}; split kernels take {share} of GPU time.",
+            candidate.hits.split_ambiguity.as_deref().unwrap_or("kernel names cannot tell whether the fused path fired")
         ),
         Conclusion::UpstreamOnly => format!(
             "The fused path exists only upstream or in another engine; split kernels take {share} of GPU time here."

@@ -214,6 +214,9 @@ pub(crate) enum Conclusion {
     Present,
     /// The engine has the fused path, but the split kernels ran instead.
     NotFired,
+    /// The split kernels ran, but on this platform the fused path launches them too
+    /// (`split_ambiguous_on`): kernel names cannot tell whether it fired.
+    Undecided,
     /// The fused path exists only upstream or in another engine.
     UpstreamOnly,
     /// An open upstream pull request adds the fused path.
@@ -226,6 +229,7 @@ impl Conclusion {
             return Conclusion::Present;
         }
         match hits.rule.status {
+            Status::Mainline if hits.split_ambiguity.is_some() => Conclusion::Undecided,
             Status::Mainline => Conclusion::NotFired,
             Status::Upstream => Conclusion::UpstreamOnly,
             Status::Inflight => Conclusion::OpenPr,
@@ -237,6 +241,7 @@ impl Conclusion {
         match self {
             Conclusion::Present => "present",
             Conclusion::NotFired => "not-fired",
+            Conclusion::Undecided => "undecided",
             Conclusion::UpstreamOnly => "upstream-only",
             Conclusion::OpenPr => "open-pr",
         }
@@ -247,7 +252,8 @@ impl Conclusion {
 pub(crate) fn confidence(candidate: &Candidate<'_>) -> &'static str {
     let hits = &candidate.hits;
     let specific = !hits.active.is_empty() || candidate.share_pct >= hits.rule.likely_share;
-    if specific && hits.gate == GateState::Passed {
+    let decided = Conclusion::of(hits) != Conclusion::Undecided;
+    if specific && decided && hits.gate == GateState::Passed {
         "Confirmed"
     } else {
         "Candidate"

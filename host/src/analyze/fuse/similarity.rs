@@ -16,8 +16,10 @@
 //! Then one level up when the seen kernels share a launch context (a Python source file,
 //! or a CPU op other than a graph launch: the producer feeds the consumer in one place),
 //! and one level down when a gate could not be evaluated (TP size or model unknown).
-//! Levels: 3 high, 2 medium, 1 low, below 1 no note. The seen kernels must reach the
-//! row's `min_share`. The note kept is the highest level, then the largest share of
+//! Levels: 3 high, 2 medium, 1 low, below 1 no note. The note's share is what matched:
+//! for a partial split the share of its smallest seen part (the parts fuse with each
+//! other, so a broad group cannot inflate a tiny one), and it must reach the row's
+//! `min_share`. The note kept is the highest level, then the largest share of
 //! groups seen, then the largest GPU share; ties keep catalog order.
 //!
 //! It lives with the fuse table because a near miss is read off the same matcher: the
@@ -169,17 +171,21 @@ fn partial_split(
     let groups: Vec<Vec<usize>> = seen.iter().map(|(_, rows)| rows.clone()).collect();
     let context = shared_context(&groups, kernels);
     level += i32::from(context.is_some());
-    let mut rows: Vec<usize> = groups.iter().flatten().copied().collect();
-    rows.sort_unstable();
-    rows.dedup();
-    let share_pct = share_of(&rows, kernels, total_us);
+    // The near miss is only as large as its smallest seen part: the parts fuse with each
+    // other, so a GEMM group that matches every GEMM of the stage cannot lend its time
+    // to a 0.1% all-gather (the AsyncTP note once claimed 80.3% on such a pairing).
+    let share_pct = groups
+        .iter()
+        .map(|rows| share_of(rows, kernels, total_us))
+        .fold(f64::INFINITY, f64::min);
     let parts: Vec<String> = seen
         .iter()
         .map(|(i, rows)| {
             format!(
-                "{} {}",
+                "{} {} {:.1}%",
                 rule.split[*i].name,
-                short_name(&kernels[rows[0]].name, SHORT_ARGS_MAX)
+                short_name(&kernels[rows[0]].name, SHORT_ARGS_MAX),
+                share_of(rows, kernels, total_us)
             )
         })
         .collect();
@@ -188,7 +194,7 @@ fn partial_split(
         .map(|i| rule.split[i].name.as_str())
         .collect();
     let mut reason = format!(
-        "{k} of {n} parts of the unfused path seen ({}), no {}; {share_pct:.1}% of stage GPU time",
+        "{k} of {n} parts of the unfused path seen ({}), no {}; the smallest seen part takes {share_pct:.1}% of stage GPU time",
         parts.join(", "),
         missing.join(", ")
     );
@@ -329,7 +335,7 @@ kernel = ["store kvcache"]
         assert_eq!(note.family_id, "sglang.chain");
         assert_eq!(
             note.reason,
-            "2 of 3 parts of the unfused path seen (norm void rms_norm_kernel<bf16>, rope void rotary_embedding_kernel<bf16>), no cache; 5.0% of stage GPU time; launched together from Python file models/qwen3.py"
+            "2 of 3 parts of the unfused path seen (norm void rms_norm_kernel<bf16> 3.0%, rope void rotary_embedding_kernel<bf16> 2.0%), no cache; the smallest seen part takes 2.0% of stage GPU time; launched together from Python file models/qwen3.py"
         );
         // Different files: one level lower. A reordered fused name alone: low.
         let apart = [
@@ -351,6 +357,13 @@ kernel = ["store kvcache"]
             "{}",
             note.reason
         );
+        // A broad part cannot lend its time to a tiny one: a 0.1% RoPE next to an 80%
+        // norm is a 0.1% near miss, below the row's min_share, so no note.
+        let lopsided = [
+            kernel("void rms_norm_kernel<bf16>", 80.0, "a.py:1 f"),
+            kernel("void rotary_embedding_kernel<bf16>", 0.1, "b.py:2 g"),
+        ];
+        assert_eq!(similarity_note(&rules, &lopsided, 100.0, &input, &[]), None);
         // One group alone says nothing.
         let one = [kernel("void rms_norm_kernel<bf16>", 3.0, "a.py:1 f")];
         assert_eq!(similarity_note(&rules, &one, 100.0, &input, &[]), None);

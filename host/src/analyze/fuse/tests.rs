@@ -179,7 +179,7 @@ fn gates_pass_fail_or_stay_unknown() {
     let facts = |models: &[&str], tp: Option<u32>| RunFacts {
         models: models.iter().map(|m| m.to_string()).collect(),
         tp,
-        tp_source: None,
+        ..RunFacts::default()
     };
     assert_eq!(
         gate_state(gated, &facts(&["qwen/qwen3-8b"], Some(2))),
@@ -532,5 +532,161 @@ fn greedy_selection_claims_launch_sites_not_whole_rows() {
                 vec!["layers/layernorm.py:20 forward"]
             ),
         ]
+    );
+}
+
+#[test]
+fn a_devices_gate_drops_the_row_on_the_other_platform_and_caps_it_when_unknown() {
+    // SGLang's fused RoPE + KV store exists only on CUDA: on a ROCm trace its split
+    // kernels are no "did not fire", and with no platform sign it stays a Candidate.
+    let gated = &rules(&row_text(
+        "cuda-only",
+        0,
+        "",
+        "[fusion.active]\n[[fusion.split]]\nname = \"rope\"\nkernel = [\"rotary embedding kernel\"]\n\
+         [[fusion.split]]\nname = \"store\"\nkernel = [\"store kvcache\"]\n[fusion.gate]\ndevices = [\"cuda\"]",
+    ))[0];
+    let kernels = [
+        kernel("void rotary_embedding_kernel<bf16>", 3.0, "a.py:1 f", "op"),
+        kernel("void store_kvcache<2048l>", 3.0, "b.py:2 g", "op"),
+    ];
+    let on = |device: Option<&str>| RunFacts {
+        device: device.map(str::to_string),
+        ..RunFacts::default()
+    };
+    let table =
+        |facts: &RunFacts| fuse_table(std::slice::from_ref(gated), &kernels, 100.0, &input(facts));
+    assert_eq!(gate_state(gated, &on(Some("rocm"))), GateState::Failed);
+    assert!(table(&on(Some("rocm"))).is_empty());
+    let cuda = table(&on(Some("cuda")));
+    assert_eq!(cuda.len(), 1);
+    assert_eq!(
+        (cuda[0].conclusion.as_str(), cuda[0].confidence.as_str()),
+        ("not-fired", "Confirmed")
+    );
+    let unknown = table(&on(None));
+    assert_eq!(unknown[0].confidence, "Candidate");
+    assert!(
+        unknown[0].rationale.contains(
+            "Gate not evaluated: GPU platform unknown (the fused path exists only on cuda)."
+        ),
+        "{}",
+        unknown[0].rationale
+    );
+    // The loader refuses a platform it cannot evaluate.
+    let bad = format!(
+        "schema = 1\n{}",
+        row_text("bad", 0, "", "[fusion.active]\nkernel = [\"fused thing kernel\"]\n[fusion.gate]\ndevices = [\"tpu\"]")
+    );
+    let e = parse_fusions(&bad, "t.toml", "sglang").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("devices entry \"tpu\" is not one of cuda, rocm"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_platform_is_read_from_runtime_calls_device_names_and_roctracer() {
+    let mut rocm = trace_with(&[], &[], None);
+    rocm.meta.device_names = vec!["AMD Instinct MI300X".to_string()];
+    let facts = run_facts(None, &[&rocm]);
+    assert_eq!(facts.device.as_deref(), Some("rocm"));
+    assert_eq!(
+        facts.device_source.as_deref(),
+        Some("deviceProperties name")
+    );
+    let mut cuda = trace_with(&[], &[], None);
+    cuda.meta.device_names = vec!["NVIDIA H100 80GB HBM3".to_string()];
+    assert_eq!(run_facts(None, &[&cuda]).device.as_deref(), Some("cuda"));
+    let mut roctracer = trace_with(&[], &[], None);
+    roctracer.meta.keys = vec!["roctracer_version".to_string()];
+    assert_eq!(
+        run_facts(None, &[&roctracer]).device.as_deref(),
+        Some("rocm")
+    );
+    // Disagreeing traces, or none with a sign: unknown, never a guess.
+    assert_eq!(run_facts(None, &[&rocm, &cuda]).device, None);
+    assert_eq!(run_facts(None, &[&trace_with(&[], &[], None)]).device, None);
+}
+
+/// The built-in vLLM rows, as the vLLM plugin exports them.
+fn vllm_rules() -> Vec<FusionRule> {
+    parse_fusions(
+        include_str!("../../../../catalog/fusions/vllm.toml"),
+        "vllm.toml",
+        "vllm",
+    )
+    .expect("the vLLM rows parse")
+}
+
+/// vLLM Llama TP=4 under torch.compile (the shapes of issue 14): NCCL and custom
+/// all-reduce, each followed by an Inductor-compiled RMSNorm with the residual add.
+fn llama_tp4_compiled() -> Vec<KernelRow> {
+    vec![
+        kernel(
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+            6.0,
+            "vllm/distributed/device_communicators/pynccl.py:140 all_reduce",
+            "c10d::allreduce_",
+        ),
+        kernel(
+            "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 4>",
+            5.0,
+            "vllm/distributed/device_communicators/custom_all_reduce.py:283 custom_all_reduce",
+            "_C_custom_ar::all_reduce",
+        ),
+        kernel(
+            "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2",
+            4.0,
+            "vllm/model_executor/models/llama.py:330 forward",
+            "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2",
+        ),
+    ]
+}
+
+#[test]
+fn allreduce_rmsnorm_sees_the_inductor_norm_and_is_undecided_on_rocm() {
+    let rules = vllm_rules();
+    let kernels = llama_tp4_compiled();
+    let on = |device: &str| RunFacts {
+        models: vec!["llamaforcausallm".to_string()],
+        tp: Some(4),
+        device: Some(device.to_string()),
+        ..RunFacts::default()
+    };
+    let vllm = |facts: &RunFacts| {
+        let input = FuseInput {
+            engine: "vllm",
+            facts,
+            min_share_pct: 1.0,
+        };
+        fuse_table(&rules, &kernels, 100.0, &input)
+    };
+    // On H100 the split path is seen: both all-reduces and the compiled norm, 15%.
+    let cuda = vllm(&on("cuda"));
+    let row = cuda
+        .iter()
+        .find(|r| r.id == "vllm.allreduce-rmsnorm")
+        .unwrap_or_else(|| panic!("{cuda:#?}"));
+    assert_eq!(row.conclusion, "not-fired");
+    assert_eq!(row.confidence, "Confirmed");
+    assert!((row.share_pct - 15.0).abs() < 1e-9, "{}", row.share_pct);
+    let parts: Vec<&str> = row.evidence.iter().map(|e| e.part.as_str()).collect();
+    assert_eq!(parts, ["split:allreduce", "split:allreduce", "split:norm"]);
+    // On MI300X the AITER variant launches the same two kernels: names cannot decide.
+    let rocm = vllm(&on("rocm"));
+    let row = rocm
+        .iter()
+        .find(|r| r.id == "vllm.allreduce-rmsnorm")
+        .unwrap_or_else(|| panic!("{rocm:#?}"));
+    assert_eq!(row.conclusion, "undecided");
+    assert_eq!(row.confidence, "Candidate");
+    assert!(
+        row.rationale.starts_with(
+            "Undecided: on rocm the fused path launches these same kernels, so kernel names cannot tell whether it fired; split kernels take 15.0% of GPU time."
+        ),
+        "{}",
+        row.rationale
     );
 }
