@@ -527,7 +527,7 @@ mod tests {
         );
         assert_eq!(
             r.summary,
-            "gemm 70.0%, attention 29.8%, memory 0.2% of 0.01 ms GPU time; top kernel void gemm_kernel<1> 70.0%"
+            "gemm 70.0%, attention 29.8%, memory 0.2% of 0.01 ms GPU time; top kernel gemm_kernel<1> 70.0%"
         );
     }
 

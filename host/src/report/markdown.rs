@@ -160,7 +160,7 @@ Kernel Table
 | Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |
 | --- | --- | ---: | ---: | ---: | --- | --- |
 | nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT | gemm | 27.45 ms | 38.9% | 216 | python/sglang/srt/layers/linear.py:1360 forward (site share 58%)<br>python/sglang/srt/layers/linear.py:448 forward (site share 42%) | aten::mm |
-| void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> | norm | 3.74 ms | 5.3% | 144 | python/sglang/srt/layers/layernorm.py:76 forward_cuda | sgl_kernel::fused_add_rmsnorm |
+| flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> | norm | 3.74 ms | 5.3% | 144 | python/sglang/srt/layers/layernorm.py:76 forward_cuda | sgl_kernel::fused_add_rmsnorm |
 
 gemm takes 38.9% of GPU time (1 kernel).
 
@@ -215,7 +215,7 @@ Notes
         assert_eq!(lines[at + 2], KERNEL_RULE);
         assert_eq!(
             lines[at + 3],
-            "| void act_and_mul_kernel<__nv_bfloat16> | activation | 0.50 ms | 25.0% | 10 | vllm/model_executor/layers/activation.py:110 forward_cuda | - |"
+            "| act_and_mul_kernel<__nv_bfloat16> | activation | 0.50 ms | 25.0% | 10 | vllm/model_executor/layers/activation.py:110 forward_cuda | - |"
         );
         assert!(!text.contains("#####"), "{text}");
     }
@@ -387,7 +387,7 @@ Notes
         );
         // Evidence keeps rows >= 1%; locations are `func @ path:line`, at most 4.
         assert!(text.contains(
-            "| Fused residual add + RMSNorm | Confirmed | 0.07 ms | 7.4% | void flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> (7.0%) | forward_cuda @ python/sglang/srt/layers/layernorm.py:76<br>f @ a.py:1<br>g @ b.py:2<br>h @ c.py:3 | python/sglang/srt/layers/layernorm.py<br>x\\|y.py | The fused path is present in this trace (7.4% related GPU time). |"
+            "| Fused residual add + RMSNorm | Confirmed | 0.07 ms | 7.4% | flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> (7.0%) | forward_cuda @ python/sglang/srt/layers/layernorm.py:76<br>f @ a.py:1<br>g @ b.py:2<br>h @ c.py:3 | python/sglang/srt/layers/layernorm.py<br>x\\|y.py | The fused path is present in this trace (7.4% related GPU time). |"
         ), "{text}");
         assert!(!text.contains(super::super::view::FUSE_NO_MATCH), "{text}");
     }

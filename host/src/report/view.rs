@@ -258,14 +258,18 @@ fn kernel_table(rows: &[KernelRow]) -> Table {
         header: KERNEL_HEADER,
         align: KERNEL_ALIGN,
         share_column: Some(3),
-        rows: rows.iter().map(kernel_row).collect(),
+        rows: rows
+            .iter()
+            .zip(display_kernel_names(rows.iter().map(|r| r.name.as_str())))
+            .map(|(row, name)| kernel_row(row, name))
+            .collect(),
     }
 }
 
-fn kernel_row(row: &KernelRow) -> Row {
+fn kernel_row(row: &KernelRow, name: String) -> Row {
     Row {
         cells: vec![
-            vec![display_kernel_name(&row.name)],
+            vec![name],
             vec![row.family.clone()],
             vec![gpu_time_text(row.gpu_time_us)],
             vec![share_text(row.share_pct)],
@@ -282,6 +286,14 @@ fn kernel_row(row: &KernelRow) -> Row {
 fn display_kernel_name(name: &str) -> String {
     use crate::trace::names::{short_name, SHORT_ARGS_MAX};
     short_name(name, SHORT_ARGS_MAX)
+}
+
+/// The names of one table's rows as it shows them: each as [`display_kernel_name`], and
+/// no two alike (rows that would collide keep the first part that differs).
+fn display_kernel_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    use crate::trace::names::{distinct_short_names, SHORT_ARGS_MAX};
+    let names: Vec<&str> = names.collect();
+    distinct_short_names(&names, SHORT_ARGS_MAX)
 }
 
 /// The first sites; each with its site share only when there is more than one to tell
@@ -344,7 +356,8 @@ fn overlap_block(report: &Report, min_share_pct: f64) -> Block {
                     share_column: None,
                     rows: rows
                         .iter()
-                        .map(|r| overlap_row(r, measured.busy_us))
+                        .zip(display_kernel_names(rows.iter().map(|r| r.kernel.as_str())))
+                        .map(|(r, name)| overlap_row(r, name, measured.busy_us))
                         .collect(),
                 }
             } else if measured.streams >= 2 {
@@ -374,7 +387,7 @@ fn overlap_block(report: &Report, min_share_pct: f64) -> Block {
     }
 }
 
-fn overlap_row(row: &OverlapRow, busy_us: f64) -> Row {
+fn overlap_row(row: &OverlapRow, name: String, busy_us: f64) -> Row {
     let mut recommendation = vec![row.recommendation.clone()];
     if let Some(id) = &row.known_path {
         recommendation.push(format!("known path: {id}"));
@@ -383,7 +396,7 @@ fn overlap_row(row: &OverlapRow, busy_us: f64) -> Row {
         cells: vec![
             vec![row.priority.clone()],
             vec![row.verdict.clone()],
-            vec![display_kernel_name(&row.kernel)],
+            vec![name],
             vec![row
                 .python_scope
                 .clone()

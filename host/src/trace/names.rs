@@ -12,19 +12,131 @@
 //! `ncclDevKernel_AllGather_RING_LL(...)`), not only from `void ...` ones. Text such as
 //! `Memset (Device)` is not a signature and is kept.
 
+use std::collections::HashMap;
+
 /// Strips and collapses every whitespace run to one space.
 pub(crate) fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The demangled form of an Itanium-mangled name (`_ZN5aiter...`), if it is one.
+/// The demangled form of an Itanium-mangled name (`_ZN5aiter...`), if it is one. When
+/// cpp_demangle rejects the symbol (it does not know C++20's `Tn` template parameter
+/// declarations, which hipcc emits for `sgl_hip::activation::act_and_mul_kernel`), the
+/// nested name is read by [`nested_name`] instead, so no table prints a `_Z` symbol.
 pub(crate) fn demangle(raw: &str) -> Option<String> {
     let trimmed = raw.trim();
     if !trimmed.starts_with("_Z") {
         return None;
     }
-    let symbol = cpp_demangle::Symbol::new(trimmed.as_bytes()).ok()?;
-    symbol.demangle().ok()
+    cpp_demangle::Symbol::new(trimmed.as_bytes())
+        .ok()
+        .and_then(|symbol| symbol.demangle().ok())
+        .or_else(|| nested_name(trimmed))
+}
+
+/// The name part of a mangled symbol the full demangler rejects:
+/// `_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_...` ->
+/// `sgl_hip::activation::act_and_mul_kernel<__hip_bfloat16, …>`. The components
+/// (`<length><identifier>`) are read up to the template arguments; of those, the leading
+/// ones that are plain type names or simple builtins are kept (so two instances for
+/// different types stay two rows) and the rest become `…`.
+fn nested_name(symbol: &str) -> Option<String> {
+    let mut rest = symbol.strip_prefix("_Z")?.as_bytes();
+    let nested = rest.first() == Some(&b'N');
+    if nested {
+        rest = &rest[1..];
+        // cv-qualifiers of a member function (`K` const, `V` volatile) come first.
+        while let Some((b'K' | b'V', tail)) = rest.split_first() {
+            rest = tail;
+        }
+    }
+    let mut components: Vec<&str> = Vec::new();
+    while let Some((ident, tail)) = source_name(rest) {
+        components.push(ident);
+        rest = tail;
+        if !nested {
+            break;
+        }
+    }
+    if components.is_empty() {
+        return None;
+    }
+    let mut name = components.join("::");
+    if let Some(args) = rest.strip_prefix(b"I") {
+        let mut kept: Vec<String> = Vec::new();
+        let mut args = args;
+        while let Some((arg, tail)) = simple_template_arg(args) {
+            kept.push(arg);
+            args = tail;
+        }
+        if args.first() != Some(&b'E') {
+            kept.push("…".to_string());
+        }
+        name.push('<');
+        name.push_str(&kept.join(", "));
+        name.push('>');
+    }
+    Some(name)
+}
+
+/// `<decimal length><identifier>` at the start of `bytes`: the identifier and the rest.
+fn source_name(bytes: &[u8]) -> Option<(&str, &[u8])> {
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    let len: usize = std::str::from_utf8(&bytes[..digits]).ok()?.parse().ok()?;
+    let ident = bytes.get(digits..digits + len)?;
+    if len == 0 || !ident.iter().all(|&b| is_ident_byte(b)) {
+        return None;
+    }
+    Some((std::str::from_utf8(ident).ok()?, &bytes[digits + len..]))
+}
+
+/// One template argument the fallback understands: a type by name, a builtin type, or
+/// an integer or bool literal (`Li64E`, `Lb1E`).
+fn simple_template_arg(bytes: &[u8]) -> Option<(String, &[u8])> {
+    if let Some((ident, tail)) = source_name(bytes) {
+        return Some((ident.to_string(), tail));
+    }
+    let builtins: [(&str, &str); 12] = [
+        ("DF16b", "std::bfloat16_t"),
+        ("DF16_", "std::float16_t"),
+        ("Dh", "half"),
+        ("f", "float"),
+        ("d", "double"),
+        ("i", "int"),
+        ("j", "unsigned int"),
+        ("l", "long"),
+        ("m", "unsigned long"),
+        ("b", "bool"),
+        ("c", "char"),
+        ("h", "unsigned char"),
+    ];
+    for (code, spelled) in builtins {
+        if let Some(tail) = bytes.strip_prefix(code.as_bytes()) {
+            return Some((spelled.to_string(), tail));
+        }
+    }
+    let literal = bytes.strip_prefix(b"L")?;
+    let (kind, value) = literal.split_first()?;
+    let end = value.iter().position(|&b| b == b'E')?;
+    let number = std::str::from_utf8(&value[..end]).ok()?;
+    let number = number
+        .strip_prefix('n')
+        .map_or(number.to_string(), |n| format!("-{n}"));
+    if number.is_empty()
+        || !number
+            .trim_start_matches('-')
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let text = match kind {
+        b'b' if number == "0" => "false".to_string(),
+        b'b' if number == "1" => "true".to_string(),
+        b'i' | b'j' | b'l' | b'm' => number,
+        _ => return None,
+    };
+    Some((text, &value[end + 1..]))
 }
 
 /// The name kernel rows are grouped by (see the module docs).
@@ -108,20 +220,26 @@ pub(crate) const SHORT_ARGS_MAX: usize = 48;
 pub(crate) const SHORT_NAME_MAX: usize = 100;
 
 /// A shorter form of a canonical name for text and markdown tables:
+/// - a leading `void` and any other return type are dropped (`std::enable_if<…>::type
+///   vllm::rms_norm_kernel<…>` -> `vllm::rms_norm_kernel<…>`): the kernel's own name
+///   is what tells rows apart;
 /// - template argument lists nested inside others become `<…>`;
 /// - a top-level list longer than `args_max` keeps its leading arguments up to that
 ///   length, then `…` (`<std::bfloat16_t, std::bfloat16_t, 256, 16, true, …>`), so rows
-///   that differ in their first arguments stay distinct;
-/// - a name still longer than [`SHORT_NAME_MAX`] characters (hipBLASLt's `Cijk_...`
-///   names run to 600) keeps its head and tail around `…`.
+///   that differ in their first arguments stay distinct; the first argument is always
+///   kept (`cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_128x64_64x6_tn_align8>`:
+///   that argument is the kernel);
+/// - a name still longer than [`SHORT_NAME_MAX`] characters shortens its qualifier, never
+///   the last `::name`; a plain name that long (hipBLASLt's `Cijk_...` names run to 600)
+///   keeps its head and tail around `…`.
 ///
-/// JSON keeps the whole name.
+/// JSON keeps the whole name; [`distinct_short_names`] tells colliding rows apart.
 ///
 /// `void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>,
-/// std::array<char*, 1ul> >` -> `void at::native::vectorized_elementwise_kernel<4,
+/// std::array<char*, 1ul> >` -> `at::native::vectorized_elementwise_kernel<4,
 /// at::native::FillFunctor<…>, std::array<…> >`.
 pub(crate) fn short_name(name: &str, args_max: usize) -> String {
-    let collapsed = collapse_template_args(name, 2);
+    let collapsed = collapse_template_args(without_return_type(name), 2);
     let mut out = String::with_capacity(collapsed.len());
     let mut last = 0;
     for (open, close) in template_lists(&collapsed, 1) {
@@ -133,7 +251,165 @@ pub(crate) fn short_name(name: &str, args_max: usize) -> String {
         }
     }
     out.push_str(&collapsed[last..]);
-    cut_middle(&out, SHORT_NAME_MAX)
+    fit_keeping_own_name(&out, SHORT_NAME_MAX)
+}
+
+/// The short names of one table's rows, each distinct: where two rows would print the
+/// same [`short_name`], each of them gets the first part of its full name that differs
+/// from the others, in brackets (`flash::FlashAttnFwdSm90<…> [Is_causal=true…]`). Rows
+/// whose full names differ only in what display drops (a return type) are numbered.
+pub(crate) fn distinct_short_names(names: &[&str], args_max: usize) -> Vec<String> {
+    let mut shown: Vec<String> = names.iter().map(|n| short_name(n, args_max)).collect();
+    // Grouped, not compared pairwise: a hostile trace may hold many thousand rows.
+    let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, short) in shown.iter().enumerate() {
+        groups.entry(short.clone()).or_default().push(i);
+    }
+    for rows in groups.values().filter(|rows| rows.len() > 1) {
+        for &i in rows {
+            let mine = without_return_type(names[i]);
+            let differs_at = rows
+                .iter()
+                .filter(|&&j| j != i)
+                .map(|&j| common_prefix_len(mine, without_return_type(names[j])))
+                .max()
+                .unwrap_or(0);
+            if let Some(part) = differing_part(mine, differs_at) {
+                shown[i] = format!("{} [{part}]", shown[i]);
+            }
+        }
+    }
+    // Whatever still collides (the same text after all) is numbered in row order.
+    let mut seen: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, short) in shown.iter().enumerate() {
+        seen.entry(short.clone()).or_default().push(i);
+    }
+    for rows in seen.values().filter(|rows| rows.len() > 1) {
+        for (n, &i) in rows.iter().enumerate() {
+            shown[i] = format!("{} #{}", shown[i], n + 1);
+        }
+    }
+    shown
+}
+
+/// Characters of a differing part that [`distinct_short_names`] shows.
+const DIFFERING_PART_MAX: usize = 40;
+
+/// Bytes that `a` and `b` share at their start, on a character boundary.
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    a.char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i)
+}
+
+/// The template argument (or word) of `name` that holds byte `at`, from its start, at most
+/// [`DIFFERING_PART_MAX`] characters and always including `at`; `None` past the end.
+fn differing_part(name: &str, at: usize) -> Option<String> {
+    if at >= name.len() {
+        return None;
+    }
+    let start = name[..at].rfind(['<', ',', ' ', '(']).map_or(0, |i| i + 1);
+    let start = if name[start..at].chars().count() > DIFFERING_PART_MAX / 2 {
+        name[..at]
+            .char_indices()
+            .rev()
+            .nth(DIFFERING_PART_MAX / 2 - 1)
+            .map_or(start, |(i, _)| i)
+    } else {
+        start
+    };
+    let part: String = name[start..].chars().take(DIFFERING_PART_MAX).collect();
+    let cut = part.len() < name.len() - start;
+    let part = part.trim();
+    let lead = if start > 0 { "…" } else { "" };
+    let tail = if cut { "…" } else { "" };
+    Some(format!("{lead}{part}{tail}"))
+}
+
+/// `name` without a leading return type: the text after the last space outside
+/// brackets, when what comes before it is a type (`void`, or a qualified or templated
+/// name) and what follows is a name. `Memcpy DtoD (Device -> Device)` is kept.
+fn without_return_type(name: &str) -> &str {
+    let mut open: Vec<u8> = Vec::new();
+    let mut last_space = None;
+    let mut spaces = 0;
+    for (i, b) in name.bytes().enumerate() {
+        match b {
+            b'<' | b'(' | b'{' => open.push(b),
+            b')' | b'}' => {
+                let opener = if b == b')' { b'(' } else { b'{' };
+                while open.pop().is_some_and(|o| o != opener) {}
+            }
+            b'>' if open.last() == Some(&b'<') => {
+                open.pop();
+            }
+            b' ' if open.is_empty() => {
+                last_space = Some(i);
+                spaces += 1;
+            }
+            _ => {}
+        }
+    }
+    // One type, one name: `Memcpy PtoP`-like text of several words is no signature.
+    let Some(space) = last_space.filter(|_| spaces == 1) else {
+        return name;
+    };
+    let (head, tail) = (&name[..space], &name[space + 1..]);
+    const BUILTIN_TYPES: [&str; 8] = [
+        "void", "int", "unsigned", "long", "float", "double", "bool", "char",
+    ];
+    let head_is_type =
+        BUILTIN_TYPES.contains(&head) || head.ends_with(['>', '*', '&']) || head.contains("::");
+    let tail_is_name = tail.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        || tail.starts_with("(anonymous namespace)");
+    if head_is_type && tail_is_name {
+        tail
+    } else {
+        name
+    }
+}
+
+/// `text` in at most `max` characters without touching its last `::name`: the qualifier
+/// before it is cut first (`very::long::…::kernel<…>`); a name with no qualifier to cut
+/// keeps its head and tail around `…`.
+fn fit_keeping_own_name(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let own_start = last_top_level_scope(text).map_or(0, |i| i + 2);
+    let (qualifier, own) = text.split_at(own_start);
+    let own_len = own.chars().count();
+    if qualifier.is_empty() || own_len + 8 > max {
+        return cut_middle(text, max);
+    }
+    let budget = max - own_len;
+    let mut kept: String = qualifier.chars().take(budget.saturating_sub(3)).collect();
+    kept.push_str("…::");
+    kept.push_str(own);
+    kept
+}
+
+/// Byte position of the last `::` outside template lists and parentheses.
+fn last_top_level_scope(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut open: Vec<u8> = Vec::new();
+    let mut found = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'<' | b'(' | b'{' => open.push(b),
+            b')' | b'}' => {
+                let opener = if b == b')' { b'(' } else { b'{' };
+                while open.pop().is_some_and(|o| o != opener) {}
+            }
+            b'>' if open.last() == Some(&b'<') => {
+                open.pop();
+            }
+            b':' if open.is_empty() && bytes.get(i + 1) == Some(&b':') => found = Some(i),
+            _ => {}
+        }
+    }
+    found
 }
 
 /// The first arguments of a template argument list that fit in `max` characters,
@@ -173,10 +449,37 @@ fn leading_args(args: &str, max: usize) -> String {
         };
     }
     if kept == 0 {
-        "…".to_string()
+        // Not even the first argument fits: keep it anyway (it may be the kernel itself,
+        // as in `cutlass::Kernel2<cutlass_80_tensorop_…>`), unless it is the only one.
+        let first = first_arg(args);
+        if first.len() == args.trim().len() {
+            first.to_string()
+        } else {
+            format!("{first}, …")
+        }
     } else {
         format!("{}, …", args[..kept].trim())
     }
+}
+
+/// The first top-level argument of a template argument list, trimmed.
+fn first_arg(args: &str) -> &str {
+    let mut open: Vec<char> = Vec::new();
+    for (i, c) in args.char_indices() {
+        match c {
+            '<' | '(' | '{' => open.push(c),
+            ')' | '}' => {
+                let opener = if c == ')' { '(' } else { '{' };
+                while open.pop().is_some_and(|o| o != opener) {}
+            }
+            '>' if open.last() == Some(&'<') => {
+                open.pop();
+            }
+            ',' if open.is_empty() => return args[..i].trim(),
+            _ => {}
+        }
+    }
+    args.trim()
 }
 
 /// `text` if it has at most `max` characters, else its head and tail around `…`.
@@ -299,19 +602,36 @@ mod tests {
     }
 
     #[test]
+    fn symbols_the_demangler_rejects_read_their_nested_name() {
+        // From AMD-AGI__TraceLens__sglang_Qwen3-8B_decode: C++20 `Tn` in the arguments.
+        let raw = "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i";
+        assert_eq!(
+            canonical_name(raw),
+            "sgl_hip::activation::act_and_mul_kernel<__hip_bfloat16, …>"
+        );
+        // Other leading arguments stay, so two instances stay two rows.
+        assert_eq!(
+            nested_name("_ZN3foo6kernelILi64ELb1EDF16bTnPFvvEEEvv"),
+            Some("foo::kernel<64, true, std::bfloat16_t, …>".to_string())
+        );
+        assert_eq!(nested_name("_Z4siluv"), Some("silu".to_string()));
+    }
+
+    #[test]
     fn short_name_collapses_nested_and_long_template_lists() {
         let name = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul> >";
         assert_eq!(
             short_name(name, 60),
-            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<…>, std::array<…> >"
+            "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<…>, std::array<…> >"
         );
         assert_eq!(
             short_name(name, 20),
-            "void at::native::vectorized_elementwise_kernel<4, …>"
+            "at::native::vectorized_elementwise_kernel<4, …>"
         );
+        // The first argument always stays.
         assert_eq!(
             short_name(name, 0),
-            "void at::native::vectorized_elementwise_kernel<…>"
+            "at::native::vectorized_elementwise_kernel<4, …>"
         );
         // Rows that differ in their leading arguments stay distinct.
         assert_eq!(
@@ -319,7 +639,7 @@ mod tests {
                 "void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, true, false, true, 1>",
                 48
             ),
-            "void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, true, …>"
+            "aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, true, …>"
         );
         // Very long plain names keep head and tail.
         let cijk = format!("Cijk_Alik_Bljk_MT256x32x64_{}_WG64_4_1", "X".repeat(500));
@@ -333,7 +653,7 @@ mod tests {
                 "void vllm::rotary_embedding_kernel<c10::BFloat16, true>",
                 48
             ),
-            "void vllm::rotary_embedding_kernel<c10::BFloat16, true>"
+            "vllm::rotary_embedding_kernel<c10::BFloat16, true>"
         );
         assert_eq!(
             short_name("nvjet_tst_64x64_64x16_2x1_2cta_v_bz_bias_TNT", 48),
@@ -342,12 +662,67 @@ mod tests {
         // `>` inside parentheses does not close a list.
         assert_eq!(
             short_name("std::enable_if<(((8)>(0))), void>::type f<a<b>>", 48),
-            "std::enable_if<(((8)>(0))), void>::type f<a<…>>"
+            "f<a<…>>"
         );
         assert_eq!(
             short_name("std::enable_if<(((8)>(0))), void, int>::type f", 20),
-            "std::enable_if<(((8)>(0))), void, …>::type f"
+            "f"
         );
+    }
+
+    #[test]
+    fn short_names_drop_return_types_and_keep_the_kernels_own_name() {
+        // From the vLLM traces: the return type used to be kept and the name cut.
+        let norm =
+            "std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>::type \
+                    vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>";
+        assert_eq!(
+            short_name(norm, SHORT_ARGS_MAX),
+            "vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>"
+        );
+        // The template argument is the kernel.
+        assert_eq!(
+            short_name(
+                "void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_128x64_64x6_tn_align8>",
+                SHORT_ARGS_MAX
+            ),
+            "cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_128x64_64x6_tn_align8>"
+        );
+        // A long qualifier is cut, never the last `::name`.
+        let deep = format!("void {}::the_kernel<int>", "namespace_part".repeat(10));
+        let short = short_name(&deep, SHORT_ARGS_MAX);
+        assert!(short.ends_with("…::the_kernel<int>"), "{short}");
+        assert!(short.chars().count() <= SHORT_NAME_MAX, "{short}");
+        // Not signatures: kept.
+        assert_eq!(
+            short_name("Memcpy DtoD (Device -> Device)", SHORT_ARGS_MAX),
+            "Memcpy DtoD (Device -> Device)"
+        );
+        assert_eq!(
+            short_name(
+                "void (anonymous namespace)::clamp_position_kernel<long>",
+                48
+            ),
+            "(anonymous namespace)::clamp_position_kernel<long>"
+        );
+    }
+
+    #[test]
+    fn rows_that_would_print_the_same_keep_their_first_differing_part() {
+        // Two FA3 forward instances differ deep in a nested template argument.
+        let a = "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>>, true, false>>>>";
+        let b = "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>>, false, false>>>>";
+        let plain = "nvjet_tst_64x64";
+        assert_eq!(short_name(a, 48), short_name(b, 48));
+        let shown = distinct_short_names(&[a, plain, b], 48);
+        assert_ne!(shown[0], shown[2], "{shown:?}");
+        assert_eq!(shown[1], plain);
+        assert!(shown[0].starts_with(&short_name(a, 48)), "{shown:?}");
+        assert!(shown[0].contains("true"), "{shown:?}");
+        assert!(shown[2].contains("false, false"), "{shown:?}");
+        // Names that differ only in what display drops are numbered.
+        let shown = distinct_short_names(&["void k<int>", "int k<int>"], 48);
+        assert_eq!(shown, ["k<int> #1", "k<int> #2"]);
     }
 
     #[test]
@@ -356,7 +731,8 @@ mod tests {
         // count once.
         assert_eq!(leading_args("  ab, cd, ef", 2), "ab, …");
         assert_eq!(leading_args("  ab  , cd, ef", 2), "ab, …");
-        assert_eq!(leading_args("ab, cd, ef", 1), "…");
+        // The first argument stays even when it does not fit.
+        assert_eq!(leading_args("ab, cd, ef", 1), "ab, …");
         assert_eq!(leading_args("éé, ü, x", 5), "éé, ü, …");
         assert_eq!(leading_args("éé, ü, x", 4), "éé, …");
         assert_eq!(leading_args("a<b, c>, d, e", 10), "a<b, c>, d, …");

@@ -20,6 +20,7 @@ mod catalog_validate;
 mod cli;
 mod cli_output;
 mod companion;
+mod display_names;
 mod engine_fixtures;
 mod faults;
 mod fuse_shared_traces;

@@ -335,7 +335,7 @@ kernel = ["store kvcache"]
         assert_eq!(note.family_id, "sglang.chain");
         assert_eq!(
             note.reason,
-            "2 of 3 parts of the unfused path seen (norm void rms_norm_kernel<bf16> 3.0%, rope void rotary_embedding_kernel<bf16> 2.0%), no cache; the smallest seen part takes 2.0% of stage GPU time; launched together from Python file models/qwen3.py"
+            "2 of 3 parts of the unfused path seen (norm rms_norm_kernel<bf16> 3.0%, rope rotary_embedding_kernel<bf16> 2.0%), no cache; the smallest seen part takes 2.0% of stage GPU time; launched together from Python file models/qwen3.py"
         );
         // Different files: one level lower. A reordered fused name alone: low.
         let apart = [

@@ -6,9 +6,9 @@
 //! mapping trace --link + Locator--> kernel -> Python scope --join (scope.rs)--> rows + dep risk
 //! ```
 //!
-//! **Single-trace mode** sweeps the trace itself and takes scopes from it; kernels
-//! replayed from a CUDA graph have no per-kernel scope there (their launch is the graph
-//! launch), so they stay `unmapped`. **Mapping+formal mode** sweeps the formal trace
+//! **Single-trace mode** sweeps the trace itself and takes each row's scope from the
+//! same row's own launches, as the kernel table does (a kernel replayed from a CUDA
+//! graph is placed at the graph launch). **Mapping+formal mode** sweeps the formal trace
 //! (production config, graphs on) and takes each kernel's Python scope from the mapping
 //! trace (graphs off) only: formal launch sites never outvote it (in the
 //! predecessor the formal trace's full launch counts outweighed the sampled mapping
@@ -32,7 +32,7 @@ use crate::trace::event::{ns_to_us, Ns, Sym, Trace};
 use crate::trace::names::canonical_name;
 use crate::trace::stage::Stage;
 use notes::{stage_notes, StageNoteFacts};
-use scope::{Join, Scope, ScopeMap};
+use scope::{Join, Mapping, Scope, ScopeMap};
 use sweep::{sweep, Category, Sweep, SweepOp};
 
 /// How many rows a stage shows.
@@ -100,13 +100,15 @@ pub(crate) fn overlap_tables(
         .map(|&stage| {
             let formal = &formal_stages[&stage];
             let scopes = match (&mapping_stages, inputs.mapping) {
-                (Some(stages), Some((traces, locator))) => pick_stage(stages, stage)
-                    .map(|ops| ScopeMap::build(traces, ops, locator, inputs.families)),
+                (Some(stages), Some((traces, locator))) => pick_stage(stages, stage).map(|ops| {
+                    ScopeMap::build(traces, ops, locator, inputs.families, Mapping::Other)
+                }),
                 _ => Some(ScopeMap::build(
                     inputs.formal,
                     formal,
                     inputs.formal_locator,
                     inputs.families,
+                    Mapping::Own,
                 )),
             };
             stage_overlap(inputs, stage, formal, scopes.as_ref(), opts)

@@ -8,6 +8,7 @@ use super::scope::{Join, Scope, ScopeMap};
 use super::sweep::Sweep;
 use super::{OverlapOptions, RowTotals, StageOps};
 use crate::trace::event::ns_to_us;
+use crate::trace::names::{short_name, SHORT_ARGS_MAX};
 
 /// What one stage's sweep and scope join found, as the notes need it.
 pub(super) struct StageNoteFacts<'a> {
@@ -46,8 +47,8 @@ pub(super) fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
                     best
                 }
             })
-            .map(|r| r.name.as_str())
-            .unwrap_or("");
+            .map(|r| short_name(&r.name, SHORT_ARGS_MAX))
+            .unwrap_or_default();
         notes.push(format!(
             "{ops} GPU ops ran while another op of their own stream was running ({:.1} us of same-stream overlap, most in {top}); they count as exclusive unless another stream was busy",
             ns_to_us(f.measured.same_stream)
@@ -92,7 +93,7 @@ pub(super) fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
             let replays: u64 = f.rows.iter().map(|r| r.graph_replays).sum();
             let graphs = if replays > 0 {
                 format!(
-                    "{replays} of {op_count} GPU ops replay CUDA graphs, so their Python scope is unmapped here; "
+                    "{replays} of {op_count} GPU ops replay CUDA graphs, so their Python scope is the graph launch here, as in the kernel table; "
                 )
             } else {
                 String::new()

@@ -1,9 +1,16 @@
 //! The scope join of mapping+formal mode: each kernel row of the swept (formal) trace
 //! gets its Python scope from the mapping trace (CUDA graphs off), never from formal
 //! launch sites (the predecessor let the formal trace's full launch counts outvote the
-//! sampled mapping evidence). In single-trace mode the swept trace is its own mapping.
+//! sampled mapping evidence).
 //!
-//! First hit wins:
+//! **Single-trace mode** ([`Mapping::Own`]): the swept trace is its own mapping, and a
+//! row's scope is its own dominant location, exactly the one the kernel table shows for
+//! the same canonical name (graph-replayed kernels at their graph launch). Nothing is
+//! borrowed from another kernel: a base-name join there once gave
+//! `elementwise_kernel_manual_unroll<128, 8, …>` (72 graph replays) the location of
+//! `<128, 4, …>` (1 eager launch).
+//!
+//! **Mapping+formal mode** ([`Mapping::Other`]), first hit wins:
 //! 1. the canonical kernel name;
 //! 2. the *base name*: the canonical name without template arguments and a leading
 //!    `void ` (graph capture and eager runs may pick other template instances), when
@@ -41,9 +48,20 @@ pub(super) struct Scope {
     pub(super) launch_op: Option<String>,
 }
 
+/// Which trace a stage's scopes come from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Mapping {
+    /// Single-trace mode: the swept trace itself; a row keeps its own identity.
+    Own,
+    /// Mapping+formal mode: a trace of another run (graphs off), joined by name and
+    /// the fallbacks of the module docs.
+    Other,
+}
+
 /// Kernel -> Python scope over one mapping stage (see the module docs for the join).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct ScopeMap {
+    mapping: Mapping,
     by_name: HashMap<String, Scope>,
     by_base: HashMap<String, Scope>,
     by_family_location: HashMap<(String, String), Scope>,
@@ -86,13 +104,22 @@ impl ScopeMap {
         stage: &StageOps,
         locator: &Locator,
         families: &FamilyRules,
+        mapping: Mapping,
     ) -> ScopeMap {
         let staged = &traces[stage.trace];
         let trace = staged.trace;
         let mut by_name: HashMap<String, SiteTotals> = HashMap::new();
         let mut canonical_of: HashMap<Sym, String> = HashMap::new();
         let mut location_of: HashMap<u32, Option<String>> = HashMap::new();
-        let mut map = ScopeMap::default();
+        let mut map = ScopeMap {
+            mapping,
+            by_name: HashMap::new(),
+            by_base: HashMap::new(),
+            by_family_location: HashMap::new(),
+            by_family: HashMap::new(),
+            graph_replays: 0,
+            ops: 0,
+        };
         for &i in &stage.ops {
             let op = &trace.gpu_ops[i as usize];
             map.ops += 1;
@@ -101,7 +128,11 @@ impl ScopeMap {
             };
             if site.graph_replay {
                 map.graph_replays += 1;
-                continue;
+                // Another run's graph launch says nothing of a kernel; the swept trace's
+                // own is where the kernel table places the row, so it is the row's scope.
+                if mapping == Mapping::Other {
+                    continue;
+                }
             }
             let Some(stack) = site.stack else { continue };
             let location = location_of.entry(stack).or_insert_with(|| {
@@ -172,6 +203,9 @@ impl ScopeMap {
     pub(super) fn lookup(&self, row: &RowTotals) -> (Option<&Scope>, Join) {
         if let Some(scope) = self.by_name.get(&row.name) {
             return (Some(scope), Join::Name);
+        }
+        if self.mapping == Mapping::Own {
+            return (None, Join::Unmapped);
         }
         if let Some(scope) = self.by_base.get(&base_name(&row.name)) {
             return (Some(scope), Join::BaseName);
