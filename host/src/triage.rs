@@ -6,21 +6,24 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
+use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput, RunFacts};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
+use crate::catalog::fusions::FusionRule;
 use crate::catalog::Catalog;
 use crate::checks::diffusers_fallback;
 use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
-use crate::report::{FrameworkInfo, InputInfo, Report, SCHEMA_VERSION};
+use crate::report::{FrameworkInfo, GraphCaptureInfo, InputInfo, Report, SCHEMA_VERSION};
 use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::Trace;
 use crate::trace::evidence::evidence;
+use crate::trace::graph_capture::graph_capture;
 use crate::trace::link::{link, Linked};
+use crate::trace::model::model_class;
 use crate::trace::read::read_trace;
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
@@ -153,7 +156,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     // the cut (small split kernels are fusion evidence).
     let (stages, every_row) =
         kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
-    let stages = {
+    let (stages, mut model_gate_note) = {
         let all_traces: Vec<&Trace> = traces.iter().chain(&mapping_traces).collect();
         let facts = run_facts(server_args, &all_traces);
         let fuse_input = FuseInput {
@@ -161,7 +164,10 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             facts: &facts,
             min_share_pct: request.min_share_pct,
         };
-        attach_fusions(stages, &every_row, &fusion_catalog.rules, &fuse_input)
+        (
+            attach_fusions(stages, &every_row, &fusion_catalog.rules, &fuse_input),
+            unknown_model_gate_note(&fusion_catalog.rules, &facts),
+        )
     };
 
     let mapping_staged = mapping.as_ref().map(|m| staged_traces(&mapping_traces, m));
@@ -182,7 +188,15 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             limit: request.overlap_table_limit,
         },
     );
-    let (stages, overlap_stages) = attach_overlap(stages, overlap);
+    let (mut stages, mut overlap_stages) = attach_overlap(stages, overlap);
+    let inputs = input_infos(&traces_set, &traces);
+    if inputs.iter().all(|i| i.graph_capture.is_some()) {
+        // Nothing ran: a kernel table of the stray kernels would pretend to be the
+        // workload. The header says what the trace is instead.
+        stages.clear();
+        overlap_stages.clear();
+        model_gate_note = None;
+    }
 
     let mut notes = traces_set.notes.clone();
     notes.extend(mapping_set.iter().flat_map(|m| m.notes.iter().cloned()));
@@ -190,6 +204,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(read_notes(&mapping_traces));
     notes.extend(plugin_notes(&plugin_set));
     notes.extend(pid_notes);
+    notes.extend(model_gate_note);
 
     Ok(Report {
         schema_version: SCHEMA_VERSION,
@@ -201,8 +216,9 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         }
         .to_string(),
         framework: framework_info(selection),
-        inputs: input_infos(&traces_set, &traces),
+        inputs,
         model: server_args.and_then(model_name),
+        model_class: traces.iter().chain(&mapping_traces).find_map(model_class),
         server_args: server_args.cloned().unwrap_or_default(),
         stages,
         notes,
@@ -268,6 +284,11 @@ fn input_infos(set: &TraceSet, traces: &[Trace]) -> Vec<InputInfo> {
             path_stage: file.path_stage.label().to_string(),
             events: trace.event_count,
             gpu_events: trace.gpu_ops.len() as u64,
+            graph_capture: graph_capture(trace).map(|c| GraphCaptureInfo {
+                annotations: c.annotations,
+                launches: c.launches,
+                kernels_executed: c.kernels_executed,
+            }),
         })
         .collect()
 }
@@ -420,4 +441,21 @@ fn model_name(args: &serde_json::Map<String, serde_json::Value>) -> Option<Strin
         .iter()
         .filter_map(|k| args.get(*k))
         .find_map(|v| v.as_str().map(str::to_string))
+}
+
+/// When neither server args nor the traces name the model, how many fusion rows have a
+/// model gate that cannot be evaluated (their rows say "Gate not evaluated").
+fn unknown_model_gate_note(rules: &[FusionRule], facts: &RunFacts) -> Option<String> {
+    if !facts.models.is_empty() {
+        return None;
+    }
+    let gated = rules
+        .iter()
+        .filter(|r| !r.gate.models_include.is_empty() || !r.gate.models_exclude.is_empty())
+        .count();
+    (gated > 0).then(|| {
+        format!(
+            "model unknown (no server_args.json, no model class or model file in the trace): {gated} model-gated fusion rows of the catalog cannot be evaluated"
+        )
+    })
 }
