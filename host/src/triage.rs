@@ -6,13 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput, RunFacts};
+use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
-use crate::catalog::fusions::FusionRule;
 use crate::catalog::Catalog;
 use crate::checks::diffusers_fallback;
 use crate::error::{Result, TriageError};
@@ -156,7 +155,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     // the cut (small split kernels are fusion evidence).
     let (stages, every_row) =
         kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
-    let (stages, mut model_gate_note) = {
+    let stages = {
         let all_traces: Vec<&Trace> = traces.iter().chain(&mapping_traces).collect();
         let facts = run_facts(server_args, &all_traces);
         let fuse_input = FuseInput {
@@ -164,10 +163,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             facts: &facts,
             min_share_pct: request.min_share_pct,
         };
-        (
-            attach_fusions(stages, &every_row, &fusion_catalog.rules, &fuse_input),
-            unknown_model_gate_note(&fusion_catalog.rules, &facts),
-        )
+        attach_fusions(stages, &every_row, &fusion_catalog.rules, &fuse_input)
     };
 
     let mapping_staged = mapping.as_ref().map(|m| staged_traces(&mapping_traces, m));
@@ -195,7 +191,6 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         // workload. The header says what the trace is instead.
         stages.clear();
         overlap_stages.clear();
-        model_gate_note = None;
     }
 
     let mut notes = traces_set.notes.clone();
@@ -204,7 +199,6 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(read_notes(&mapping_traces));
     notes.extend(plugin_notes(&plugin_set));
     notes.extend(pid_notes);
-    notes.extend(model_gate_note);
 
     Ok(Report {
         schema_version: SCHEMA_VERSION,
@@ -441,21 +435,4 @@ fn model_name(args: &serde_json::Map<String, serde_json::Value>) -> Option<Strin
         .iter()
         .filter_map(|k| args.get(*k))
         .find_map(|v| v.as_str().map(str::to_string))
-}
-
-/// When neither server args nor the traces name the model, how many fusion rows have a
-/// model gate that cannot be evaluated (their rows say "Gate not evaluated").
-fn unknown_model_gate_note(rules: &[FusionRule], facts: &RunFacts) -> Option<String> {
-    if !facts.models.is_empty() {
-        return None;
-    }
-    let gated = rules
-        .iter()
-        .filter(|r| !r.gate.models_include.is_empty() || !r.gate.models_exclude.is_empty())
-        .count();
-    (gated > 0).then(|| {
-        format!(
-            "model unknown (no server_args.json, no model class or model file in the trace): {gated} model-gated fusion rows of the catalog cannot be evaluated"
-        )
-    })
 }

@@ -100,64 +100,6 @@ fn the_model_class_comes_from_the_nn_module_frames_without_server_args() {
     }
 }
 
-/// Gates of the catalog's fusion rows that name model families, counted from the TOML.
-fn model_gated_rows() -> usize {
-    let dir = workspace_root().join("catalog/fusions");
-    let mut gated = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        let mut in_gate = false;
-        let mut counted = false;
-        for line in text.lines().map(str::trim) {
-            if line.starts_with('[') {
-                in_gate = line == "[fusion.gate]";
-                counted = false;
-            } else if in_gate
-                && !counted
-                && (line.starts_with("models_include") || line.starts_with("models_exclude"))
-            {
-                gated += 1;
-                counted = true;
-            }
-        }
-    }
-    gated
-}
-
-#[test]
-fn without_any_model_name_the_notes_count_the_model_gated_rows_left_unevaluated() {
-    let dir = tempfile::tempdir().unwrap();
-    // No stacks, no server args: nothing names the model.
-    let spec = FixtureSpec {
-        with_stack: false,
-        ..FixtureSpec::new(Engine::Sglang, StageKind::Extend)
-    };
-    let (path, _) = write_fixture(dir.path(), &spec).unwrap();
-    let report = triage_json(&["--input", path.to_str().unwrap()]);
-    assert_eq!(report["model_class"], Value::Null);
-    let gated = model_gated_rows();
-    assert!(gated > 0);
-    let expected = format!("{gated} model-gated fusion rows");
-    let notes: Vec<&str> = report["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .filter(|n| n.contains(&expected))
-        .collect();
-    assert_eq!(notes.len(), 1, "{:#?}", report["notes"]);
-
-    // A trace that names its model has no such note.
-    let report = triage_json(&["--input", shared_trace(VLLM_B200).to_str().unwrap()]);
-    let notes = report["notes"].as_array().unwrap();
-    assert!(
-        !notes
-            .iter()
-            .any(|n| n.as_str().unwrap().contains("model-gated")),
-        "{notes:#?}"
-    );
-}
-
 fn stage_notes<'a>(report: &'a Value, stage: &str) -> Vec<&'a str> {
     report["stages"]
         .as_array()
