@@ -16,11 +16,13 @@ use crate::catalog::Catalog;
 use crate::checks::diffusers_fallback;
 use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
-use crate::report::{FrameworkInfo, InputInfo, Report, SCHEMA_VERSION};
+use crate::report::{FrameworkInfo, GraphCaptureInfo, InputInfo, Report, SCHEMA_VERSION};
 use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::Trace;
 use crate::trace::evidence::evidence;
+use crate::trace::graph_capture::graph_capture;
 use crate::trace::link::{link, Linked};
+use crate::trace::model::model_class;
 use crate::trace::read::read_trace;
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
@@ -182,7 +184,14 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             limit: request.overlap_table_limit,
         },
     );
-    let (stages, overlap_stages) = attach_overlap(stages, overlap);
+    let (mut stages, mut overlap_stages) = attach_overlap(stages, overlap);
+    let inputs = input_infos(&traces_set, &traces);
+    if inputs.iter().all(|i| i.graph_capture.is_some()) {
+        // Nothing ran: a kernel table of the stray kernels would pretend to be the
+        // workload. The header says what the trace is instead.
+        stages.clear();
+        overlap_stages.clear();
+    }
 
     let mut notes = traces_set.notes.clone();
     notes.extend(mapping_set.iter().flat_map(|m| m.notes.iter().cloned()));
@@ -208,8 +217,9 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         }
         .to_string(),
         framework: framework_info(selection),
-        inputs: input_infos(&traces_set, &traces),
+        inputs,
         model: server_args.and_then(model_name),
+        model_class: traces.iter().chain(&mapping_traces).find_map(model_class),
         server_args: server_args.cloned().unwrap_or_default(),
         stages,
         notes,
@@ -275,6 +285,11 @@ fn input_infos(set: &TraceSet, traces: &[Trace]) -> Vec<InputInfo> {
             path_stage: file.path_stage.label().to_string(),
             events: trace.event_count,
             gpu_events: trace.gpu_ops.len() as u64,
+            graph_capture: graph_capture(trace).map(|c| GraphCaptureInfo {
+                annotations: c.annotations,
+                launches: c.launches,
+                kernels_executed: c.kernels_executed,
+            }),
         })
         .collect()
 }

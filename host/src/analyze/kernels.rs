@@ -229,11 +229,11 @@ fn accumulate_trace(
         }
     }
     // Notes about this trace go to every stage it fed; the split's notes concern
-    // kernels left in `all`.
+    // kernels left in `all`, or (a stage from the file name) the one stage it names.
     for stage in touched {
         let acc = stages.entry(stage).or_default();
         acc.notes.extend(pid_notes.iter().cloned());
-        if stage == Stage::All {
+        if stage == Stage::All || split.signal == crate::trace::stage::StageSignal::Path {
             acc.notes.extend(split.notes.iter().cloned());
         }
     }

@@ -16,6 +16,10 @@ pub struct Report {
     pub inputs: Vec<InputInfo>,
     /// `model_path` (else `model`) from server args.
     pub model: Option<String>,
+    /// The model class the traces name in their `nn.Module:` frames (`GptOssForCausalLM`,
+    /// `Qwen3Model`), whether or not server args name the model.
+    #[serde(default)]
+    pub model_class: Option<String>,
     /// All top-level server args, as found in `server_args.json`.
     pub server_args: serde_json::Map<String, serde_json::Value>,
     pub stages: Vec<StageReport>,
@@ -49,6 +53,21 @@ pub struct InputInfo {
     pub path_stage: String,
     pub events: u64,
     pub gpu_events: u64,
+    /// Set when this trace recorded a CUDA/HIP graph being captured: its launches were
+    /// recorded into the graph, (almost) nothing executed, so it has no kernel table.
+    #[serde(default)]
+    pub graph_capture: Option<GraphCaptureInfo>,
+}
+
+/// A trace of a graph capture (`trace::graph_capture`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GraphCaptureInfo {
+    /// Capture annotation names (`capture_32_DECODE`), first seen first; may be empty.
+    pub annotations: Vec<String>,
+    /// Kernel launch calls recorded (`cudaLaunchKernel`, `hipLaunchKernel`, ...).
+    pub launches: u64,
+    /// Kernels that executed on the GPU.
+    pub kernels_executed: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

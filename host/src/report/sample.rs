@@ -59,8 +59,10 @@ pub(super) fn report(stages: Vec<StageReport>) -> Report {
             path_stage: "extend/prefill".to_string(),
             events: 1200,
             gpu_events: 300,
+            graph_capture: None,
         }],
         model: None,
+        model_class: None,
         server_args: serde_json::Map::new(),
         stages,
         notes: Vec::new(),
@@ -136,6 +138,7 @@ pub(super) fn qwen3() -> Report {
         path_stage: "decode".to_string(),
         events: 800,
         gpu_events: 180,
+        graph_capture: None,
     });
     report.model = Some("Qwen/Qwen3-8B".to_string());
     let args = serde_json::json!({

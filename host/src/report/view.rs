@@ -154,14 +154,23 @@ pub(super) struct View {
 
 /// Everything a layout shows, read from `report`.
 pub(super) fn view(report: &Report, min_share_pct: f64) -> View {
-    View {
-        title: "Triage View",
-        header: header_lines(report),
-        blocks: vec![
+    // A graph capture ran nothing: its header line replaces the tables, whose empty
+    // placeholders would read as "this run had no GPU work".
+    let only_captures =
+        !report.inputs.is_empty() && report.inputs.iter().all(|i| i.graph_capture.is_some());
+    let blocks = if only_captures {
+        Vec::new()
+    } else {
+        vec![
             kernel_block(report, min_share_pct),
             overlap_block(report, min_share_pct),
             fuse_block(report),
-        ],
+        ]
+    };
+    View {
+        title: "Triage View",
+        header: header_lines(report),
+        blocks,
         similarity: similarity_lines(report),
         notes: note_lines(report),
     }
@@ -212,6 +221,16 @@ fn header_lines(report: &Report) -> Vec<String> {
     if let Some(model) = &report.model {
         lines.push(format!("Model: {model}"));
     }
+    if let Some(class) = &report.model_class {
+        lines.push(format!(
+            "Model class: {class} (from the trace's nn.Module frames)"
+        ));
+    }
+    for input in &report.inputs {
+        if let Some(capture) = &input.graph_capture {
+            lines.push(graph_capture_line(&input.path, capture));
+        }
+    }
     let args: Vec<String> = KEY_SERVER_ARGS
         .iter()
         .filter_map(|key| {
@@ -228,6 +247,21 @@ fn header_lines(report: &Report) -> Vec<String> {
         lines.push(format!("Server args: {}", args.join(", ")));
     }
     lines
+}
+
+/// One line for a trace that captured a graph: what it is, that nothing ran, what to
+/// profile instead.
+fn graph_capture_line(path: &str, capture: &super::model::GraphCaptureInfo) -> String {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let named = if capture.annotations.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", capture.annotations.join(", "))
+    };
+    format!(
+        "Graph capture: {name} recorded a CUDA/HIP graph being captured{named}: {} kernel launches went into the graph and only {} kernels executed, so there is no kernel table; to see where GPU time goes, profile serving steps that replay the graph (after warm-up)",
+        capture.launches, capture.kernels_executed
+    )
 }
 
 fn kernel_block(report: &Report, min_share_pct: f64) -> Block {

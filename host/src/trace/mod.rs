@@ -3,7 +3,9 @@
 pub mod discover;
 pub mod event;
 pub mod evidence;
+pub mod graph_capture;
 pub mod link;
+pub mod model;
 pub(crate) mod names;
 pub(crate) mod pid_filter;
 pub mod read;

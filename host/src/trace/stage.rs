@@ -143,7 +143,9 @@ pub fn split(
         return StageSplit {
             stages: vec![path_stage; trace.gpu_ops.len()],
             signal: StageSignal::Path,
-            notes: Vec::new(),
+            notes: name_content_note(trace, linked, path_stage, annotation_stage)
+                .into_iter()
+                .collect(),
         };
     }
     let (gpu_windows, cpu_windows) = annotation_windows(trace, annotation_stage);
@@ -187,6 +189,85 @@ pub fn split(
         signal: StageSignal::Annotations,
         notes,
     }
+}
+
+/// Below this share of a section's GPU time, eager launches beside graph replays (or
+/// replays in a prefill file) are warm-up noise, not a sign of the other stage.
+const LAUNCH_MODE_NOTE_MIN_PCT: f64 = 5.0;
+
+/// When a file's name says one stage and its content another, the note that says so.
+///
+/// Two content signals are read: the engine's stage annotations (`step[EXTEND bs=4
+/// toks=512]`, `execute_context_4(512)_generation_0(0)`, through the plugin's
+/// `stage_of`), and how kernels were launched (decode replays a CUDA/HIP graph, prefill
+/// launches eagerly). The split still follows the name: the user chose it, and a rename
+/// (no stage in the name) lets the annotations split the file instead, which the note
+/// says.
+fn name_content_note(
+    trace: &Trace,
+    linked: &Linked,
+    path_stage: Stage,
+    annotation_stage: &mut dyn FnMut(&str) -> StageHint,
+) -> Option<String> {
+    let (gpu_windows, cpu_windows) = annotation_windows(trace, annotation_stage);
+    let gpu = Segments::innermost_of(gpu_windows);
+    let cpu = Segments::innermost_of(cpu_windows);
+    let mut total: Ns = 0;
+    let mut annotated_other: [Ns; 3] = [0; 3];
+    let (mut replayed, mut eager): (Ns, Ns) = (0, 0);
+    for (op, site) in trace.gpu_ops.iter().zip(&linked.sites) {
+        total += op.dur;
+        let annotated = gpu
+            .stage_at(op.ts)
+            .or_else(|| site.launch_ts.and_then(|t| cpu.stage_at(t)));
+        if let Some(stage) = annotated.filter(|&s| s != path_stage) {
+            annotated_other[stage.order() as usize] += op.dur;
+        }
+        if op.kind == crate::trace::event::GpuKind::Kernel {
+            if site.graph_replay {
+                replayed += op.dur;
+            } else if site.runtime.is_some() {
+                eager += op.dur;
+            }
+        }
+    }
+    let mut findings = Vec::new();
+    for stage in [Stage::Extend, Stage::Decode, Stage::All] {
+        let ns = annotated_other[stage.order() as usize];
+        if ns > 0 {
+            let what = match stage {
+                Stage::All => "mixed prefill+decode steps".to_string(),
+                other => format!("{} steps", other.label()),
+            };
+            findings.push(format!(
+                "its stage annotations put {:.1}% of its GPU time in {what}",
+                percent(ns, total)
+            ));
+        }
+    }
+    match path_stage {
+        Stage::Decode if replayed > 0 && percent(eager, total) >= LAUNCH_MODE_NOTE_MIN_PCT => {
+            findings.push(format!(
+                "{:.1}% of its GPU time was launched eagerly beside the graph replays, as prefill is",
+                percent(eager, total)
+            ))
+        }
+        Stage::Extend if percent(replayed, total) >= LAUNCH_MODE_NOTE_MIN_PCT => {
+            findings.push(format!(
+                "{:.1}% of its GPU time replays a CUDA/HIP graph, as decode does",
+                percent(replayed, total)
+            ))
+        }
+        _ => {}
+    }
+    if findings.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the file name says {}, but {}; the section follows the file name (name the file without a stage to split it by its annotations)",
+        path_stage.label(),
+        findings.join("; ")
+    ))
 }
 
 fn percent(part: Ns, whole: Ns) -> f64 {

@@ -28,3 +28,4 @@ mod hostile;
 mod overlap;
 mod perf_identity;
 mod shared_traces;
+mod trace_identity;

@@ -104,6 +104,12 @@ fn trace_model_names(trace: &Trace) -> Vec<String> {
             }
         }
     }
+    // The `nn.Module:` class also catches a decoder stack alone (`Qwen3Model`).
+    if let Some(class) = crate::trace::model::model_class(trace) {
+        if !names.contains(&class) {
+            names.push(class);
+        }
+    }
     let mut frames: Vec<crate::trace::event::Sym> =
         trace.py_frames.iter().map(|f| f.name).collect();
     frames.sort();
