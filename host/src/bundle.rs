@@ -347,8 +347,9 @@ pub(crate) fn normalize(text: &str, tag: &str) -> String {
                 out.push(format!("##### {}", tagged(stage)));
                 continue;
             }
-            // A text table: a header line followed by its dashed rule.
-            if lines.get(i + 1).is_some_and(|next| is_text_rule(next)) && !line.is_empty() {
+            // A text table: a header (one line, or a few when a header wraps inside its
+            // column) followed by its dashed rule.
+            if starts_text_table(&lines, i) {
                 out.push("```text".to_string());
                 fenced = true;
             }
@@ -367,6 +368,25 @@ fn is_markdown_rule(line: &str) -> bool {
     line.starts_with('|')
         && line.contains("---")
         && line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+}
+
+/// Whether line `i` is the first line of a `--format text` table header: non-empty, and
+/// its dashed rule follows within three lines with no blank or rule line between.
+fn starts_text_table(lines: &[&str], i: usize) -> bool {
+    /// Most lines a wrapped header takes before its rule.
+    const MAX_HEADER_LINES: usize = 3;
+    if lines[i].trim().is_empty() || is_text_rule(lines[i]) {
+        return false;
+    }
+    for next in lines.iter().skip(i + 1).take(MAX_HEADER_LINES) {
+        if is_text_rule(next) {
+            return true;
+        }
+        if next.trim().is_empty() {
+            return false;
+        }
+    }
+    false
 }
 
 /// `-----  ---`: the rule under a `--format text` table header.
@@ -463,7 +483,11 @@ fn render(title: &str, include_toc: bool, generated_at: u64, sections: &[Section
         });
         for report in reports {
             slugger.slug(&format!("{} · {}", report.engine, file_name(&report.path)));
-            body.push(format!("### {} · {}", report.engine, file_name(&report.path)));
+            body.push(format!(
+                "### {} · {}",
+                report.engine,
+                file_name(&report.path)
+            ));
             body.push(String::new());
             body.push(format!("Source: `{}`", report.path.display()));
             body.push(String::new());
@@ -586,6 +610,15 @@ mod tests {
         assert_eq!(
             normalize(text, "a.txt"),
             "#### Kernel Table · a.txt\n##### decode · a.txt\n```text\nKernel  Share\n------  -----\nk1      50.0%\n```\n\nsummary line"
+        );
+    }
+
+    #[test]
+    fn a_wrapped_text_header_is_fenced_from_its_first_line() {
+        let text = "Kernel Table\n[decode]\nKernel  Python location (site\n        share)\n------  -------------\nk1      a.py:1 f\n";
+        assert_eq!(
+            normalize(text, ""),
+            "#### Kernel Table\n##### decode\n```text\nKernel  Python location (site\n        share)\n------  -------------\nk1      a.py:1 f\n```"
         );
     }
 

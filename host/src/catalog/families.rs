@@ -276,7 +276,10 @@ mod tests {
             // An Inductor kernel named after the ops it fused: the collective itself is
             // an NCCL kernel, this one only gathers embedding rows.
             ("triton_poi_fused_all_reduce_embedding_0", "memory"),
-            ("triton_poi_fused_all_reduce_embedding_ge_lt_masked_fill_mul_sub_0", "memory"),
+            (
+                "triton_poi_fused_all_reduce_embedding_ge_lt_masked_fill_mul_sub_0",
+                "memory",
+            ),
             // triton_kernels MoE routing helpers (vLLM gpt-oss).
             ("_sum_bitmatrix_rows", "moe"),
             ("_sum_bitmatrix_memset", "moe"),
@@ -285,8 +288,14 @@ mod tests {
             // Names that must keep their family.
             ("_layer_norm_fwd_kernel", "norm"),
             ("_fwd_kernel_stage1", "attention"),
-            ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "communication"),
-            ("void vllm::cross_device_reduce_1stage<c10::BFloat16, 8>", "communication"),
+            (
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                "communication",
+            ),
+            (
+                "void vllm::cross_device_reduce_1stage<c10::BFloat16, 8>",
+                "communication",
+            ),
         ];
         for (name, family) in cases {
             assert_eq!(rules.family_of(name), family, "{name}");

@@ -110,7 +110,8 @@ pub(super) fn qwen3() -> Report {
         total_us: 27452.8,
         overlaps_with: Vec::new(),
         dep_risk: "high".to_string(),
-        dep_reason: "previous op on the same stream (gemm, 0.4 us gap): same Python scope family".to_string(),
+        dep_reason: "previous op on the same stream (gemm, 0.4 us gap): same Python scope family"
+            .to_string(),
         recommendation: "check deps".to_string(),
         known_path: None,
     }];

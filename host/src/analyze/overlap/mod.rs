@@ -112,10 +112,11 @@ fn negligible_other_streams(swept: &SweptStage) -> Option<MainStream> {
     }
     let total: Ns = per_stream.iter().map(|s| s.0).sum();
     // The busiest stream; the first one on a tie.
-    let (main, &(main_time, main_ops)) = per_stream
-        .iter()
-        .enumerate()
-        .reduce(|best, s| if s.1 .0 > best.1 .0 { s } else { best })?;
+    let (main, &(main_time, main_ops)) =
+        per_stream
+            .iter()
+            .enumerate()
+            .reduce(|best, s| if s.1 .0 > best.1 .0 { s } else { best })?;
     let other_pct = percent(total - main_time, total);
     (other_pct < NEGLIGIBLE_OTHER_STREAMS_PCT).then(|| MainStream {
         label: swept.stream_labels[main].clone(),
@@ -711,7 +712,10 @@ fn dep_risk(
     joined: &[(Option<&Scope>, Join)],
 ) -> (DepRisk, String) {
     if totals.count == 0 {
-        return (DepRisk::Unclear, "no op of this kernel was swept".to_string());
+        return (
+            DepRisk::Unclear,
+            "no op of this kernel was swept".to_string(),
+        );
     }
     let cur = &ops[totals.representative];
     let tight_us = (0.15 * ns_to_us(cur.dur())).clamp(2.0, 20.0);
@@ -822,10 +826,22 @@ mod tests {
                 assert_ne!(recommendation, "try fusion", "{verdict:?} {dep:?}");
             }
         }
-        let (p, r) = priority(30.0, Verdict::Headroom, DepRisk::Low, Category::Compute, &opts);
+        let (p, r) = priority(
+            30.0,
+            Verdict::Headroom,
+            DepRisk::Low,
+            Category::Compute,
+            &opts,
+        );
         assert_eq!((p, r), ("P1", "try overlap"));
         // Elementwise work next to its producer is what fusion is for.
-        let (_, r) = priority(30.0, Verdict::Headroom, DepRisk::Low, Category::Elementwise, &opts);
+        let (_, r) = priority(
+            30.0,
+            Verdict::Headroom,
+            DepRisk::Low,
+            Category::Elementwise,
+            &opts,
+        );
         assert_eq!(r, "try fusion");
     }
 

@@ -161,7 +161,10 @@ fn bundle_groups_by_model_and_keeps_every_report() {
         PREDECESSOR_VLLM
             .replace("\r\n", "\n")
             .trim()
-            .replace("Triage View\n", "#### Triage View · analysis_vllm_live.txt\n")
+            .replace(
+                "Triage View\n",
+                "#### Triage View · analysis_vllm_live.txt\n"
+            )
             .replace(
                 "\nKernel Table\n",
                 "\n#### Kernel Table · analysis_vllm_live.txt\n"
@@ -213,7 +216,9 @@ fn bundle_writes_files_and_leaves_out_the_contents_on_request() {
     assert!(doc.starts_with(
         "# Unified LLM Torch Profiler Triage Bundle\n\n_Generated on 2026-09-01 00:00:00 UTC_\n\n## Qwen/Qwen3-8B\n\nModel id: `qwen3`\n\n### SGLang · analysis_sglang.txt\n"
     ), "{doc}");
-    assert!(doc.contains("## Qwen/Qwen3-8B-FP8\n\nModel id: `vllm_formal`\n\n### vLLM · analysis_vllm_live.txt\n"));
+    assert!(doc.contains(
+        "## Qwen/Qwen3-8B-FP8\n\nModel id: `vllm_formal`\n\n### vLLM · analysis_vllm_live.txt\n"
+    ));
     assert!(!doc.contains("## Contents"));
 }
 

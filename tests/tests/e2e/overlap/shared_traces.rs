@@ -104,8 +104,13 @@ fn a_stage_with_negligible_side_streams_reads_as_one_stream() {
         gpu.len()
     );
     assert!(
-        notes.iter().any(|n| n.starts_with("effectively one GPU stream") && n.contains(&expected)),
+        notes
+            .iter()
+            .any(|n| n.starts_with("effectively one GPU stream") && n.contains(&expected)),
         "{expected} in {notes:?}"
     );
-    assert!(report["stages"][0]["overlap"].as_array().unwrap().is_empty());
+    assert!(report["stages"][0]["overlap"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
