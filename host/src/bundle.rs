@@ -245,7 +245,10 @@ fn read_section(entry: &Entry) -> Result<Section> {
     if is_json_file || looks_like_json {
         match json_report(&text) {
             Ok(report) => {
-                let body = normalize(&report::render(&report, Format::Markdown, false));
+                let body = normalize(
+                    &report::render(&report, Format::Markdown, false),
+                    &file_name(&entry.path),
+                );
                 return Ok(Section {
                     label: entry.label.clone(),
                     path: entry.path.clone(),
@@ -267,7 +270,7 @@ fn read_section(entry: &Entry) -> Result<Section> {
         path: entry.path.clone(),
         engine,
         model: line_value(&text, "Model: "),
-        body: normalize(&text),
+        body: normalize(&text, &file_name(&entry.path)),
     })
 }
 
@@ -302,8 +305,17 @@ fn line_value(text: &str, prefix: &str) -> Option<String> {
 }
 
 /// A report as bundle text: line ends, colour codes and outer blank lines gone, the table
-/// titles as headings; the aligned tables of `--format text` fenced so they stay aligned.
-pub(crate) fn normalize(text: &str) -> String {
+/// titles as level-4 headings and the stages as level-5 ones, each followed by `tag` (the
+/// report's file name), so two reports of one model never share a heading; the aligned
+/// tables of `--format text` fenced so they stay aligned.
+pub(crate) fn normalize(text: &str, tag: &str) -> String {
+    let tagged = |heading: &str| {
+        if tag.is_empty() {
+            heading.to_string()
+        } else {
+            format!("{heading} · {tag}")
+        }
+    };
     let text = strip_ansi(&text.replace("\r\n", "\n"));
     let text = text.trim();
     if text.is_empty() {
@@ -320,16 +332,24 @@ pub(crate) fn normalize(text: &str) -> String {
             fenced = false;
         }
         if SECTION_TITLES.contains(&line) {
-            out.push(format!("#### {line}"));
+            out.push(format!("#### {}", tagged(line)));
+            continue;
+        }
+        // Our markdown reports: `#`/`##` titles and sections, `###` stages (the
+        // predecessor's stages were `#####`).
+        if let Some((level, heading)) = heading_level(line) {
+            let level = if level <= 2 { 4 } else { 5 };
+            out.push(format!("{} {}", "#".repeat(level), tagged(heading)));
             continue;
         }
         if !markdown && !fenced {
             if let Some(stage) = text_stage_heading(line) {
-                out.push(format!("##### {stage}"));
+                out.push(format!("##### {}", tagged(stage)));
                 continue;
             }
-            // A text table: a header line followed by its dashed rule.
-            if lines.get(i + 1).is_some_and(|next| is_text_rule(next)) && !line.is_empty() {
+            // A text table: a header (one line, or a few when a header wraps inside its
+            // column) followed by its dashed rule.
+            if starts_text_table(&lines, i) {
                 out.push("```text".to_string());
                 fenced = true;
             }
@@ -348,6 +368,25 @@ fn is_markdown_rule(line: &str) -> bool {
     line.starts_with('|')
         && line.contains("---")
         && line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+}
+
+/// Whether line `i` is the first line of a `--format text` table header: non-empty, and
+/// its dashed rule follows within three lines with no blank or rule line between.
+fn starts_text_table(lines: &[&str], i: usize) -> bool {
+    /// Most lines a wrapped header takes before its rule.
+    const MAX_HEADER_LINES: usize = 3;
+    if lines[i].trim().is_empty() || is_text_rule(lines[i]) {
+        return false;
+    }
+    for next in lines.iter().skip(i + 1).take(MAX_HEADER_LINES) {
+        if is_text_rule(next) {
+            return true;
+        }
+        if next.trim().is_empty() {
+            return false;
+        }
+    }
+    false
 }
 
 /// `-----  ---`: the rule under a `--format text` table header.
@@ -443,8 +482,12 @@ fn render(title: &str, include_toc: bool, generated_at: u64, sections: &[Section
             ))
         });
         for report in reports {
-            slugger.slug(&report.engine);
-            body.push(format!("### {}", report.engine));
+            slugger.slug(&format!("{} · {}", report.engine, file_name(&report.path)));
+            body.push(format!(
+                "### {} · {}",
+                report.engine,
+                file_name(&report.path)
+            ));
             body.push(String::new());
             body.push(format!("Source: `{}`", report.path.display()));
             body.push(String::new());
@@ -482,11 +525,18 @@ fn file_name(path: &Path) -> String {
 /// The text of an ATX heading line (`#` to `######`, then a space); fenced code is not
 /// tracked because the bodies fence only tables, which hold no `#` lines at the start.
 fn heading_text(line: &str) -> Option<&str> {
+    heading_level(line).map(|(_, text)| text)
+}
+
+/// The level and text of an ATX heading line.
+fn heading_level(line: &str) -> Option<(usize, &str)> {
     let hashes = line.bytes().take_while(|b| *b == b'#').count();
     if !(1..=6).contains(&hashes) {
         return None;
     }
-    line[hashes..].strip_prefix(' ').map(str::trim)
+    line[hashes..]
+        .strip_prefix(' ')
+        .map(|text| (hashes, text.trim()))
 }
 
 /// GitHub's heading anchors: lower case; every character that is not a letter, digit,
@@ -550,17 +600,37 @@ mod tests {
 
     #[test]
     fn normalising_markdown_and_text_reports() {
-        assert_eq!(normalize(" \r\n \n"), EMPTY_REPORT);
+        assert_eq!(normalize(" \r\n \n", "r.md"), EMPTY_REPORT);
         let md = "Triage View\r\nMode: single-trace\r\n\r\nKernel Table\r\n##### decode\r\n| a | b |\r\n| --- | ---: |\r\n| x | 1 |\r\n";
         assert_eq!(
-            normalize(md),
+            normalize(md, ""),
             "#### Triage View\nMode: single-trace\n\n#### Kernel Table\n##### decode\n| a | b |\n| --- | ---: |\n| x | 1 |"
         );
         let text = "\x1b[1mKernel Table\x1b[0m\n[decode]\nKernel  Share\n------  -----\nk1      50.0%\n\nsummary line";
         assert_eq!(
-            normalize(text),
-            "#### Kernel Table\n##### decode\n```text\nKernel  Share\n------  -----\nk1      50.0%\n```\n\nsummary line"
+            normalize(text, "a.txt"),
+            "#### Kernel Table · a.txt\n##### decode · a.txt\n```text\nKernel  Share\n------  -----\nk1      50.0%\n```\n\nsummary line"
         );
+    }
+
+    #[test]
+    fn a_wrapped_text_header_is_fenced_from_its_first_line() {
+        let text = "Kernel Table\n[decode]\nKernel  Python location (site\n        share)\n------  -------------\nk1      a.py:1 f\n";
+        assert_eq!(
+            normalize(text, ""),
+            "#### Kernel Table\n##### decode\n```text\nKernel  Python location (site\n        share)\n------  -------------\nk1      a.py:1 f\n```"
+        );
+    }
+
+    /// Issue 14 point 12: two reports of one model keep their headings apart.
+    #[test]
+    fn bundled_headings_carry_the_report_file() {
+        let md = "# Triage View\nMode: single-trace\n\n## Kernel Table\n### decode\n| a |\n| --- |\n| x |\n";
+        assert_eq!(
+            normalize(md, "decode.md"),
+            "#### Triage View · decode.md\nMode: single-trace\n\n#### Kernel Table · decode.md\n##### decode · decode.md\n| a |\n| --- |\n| x |"
+        );
+        assert_ne!(normalize(md, "a.md"), normalize(md, "b.md"));
     }
 
     #[test]

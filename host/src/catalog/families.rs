@@ -266,6 +266,42 @@ mod tests {
         }
     }
 
+    /// Issue 14 point 7: names whose words mislead the earlier rules.
+    #[test]
+    fn misleading_words_do_not_decide_the_family() {
+        let rules = builtin();
+        let cases = [
+            // vLLM's prefix_prefill.py context attention is a bare `_fwd_kernel`.
+            ("_fwd_kernel", "attention"),
+            // An Inductor kernel named after the ops it fused: the collective itself is
+            // an NCCL kernel, this one only gathers embedding rows.
+            ("triton_poi_fused_all_reduce_embedding_0", "memory"),
+            (
+                "triton_poi_fused_all_reduce_embedding_ge_lt_masked_fill_mul_sub_0",
+                "memory",
+            ),
+            // triton_kernels MoE routing helpers (vLLM gpt-oss).
+            ("_sum_bitmatrix_rows", "moe"),
+            ("_sum_bitmatrix_memset", "moe"),
+            ("_combined_routing_memset", "moe"),
+            ("_combined_routing_compute", "moe"),
+            // Names that must keep their family.
+            ("_layer_norm_fwd_kernel", "norm"),
+            ("_fwd_kernel_stage1", "attention"),
+            (
+                "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                "communication",
+            ),
+            (
+                "void vllm::cross_device_reduce_1stage<c10::BFloat16, 8>",
+                "communication",
+            ),
+        ];
+        for (name, family) in cases {
+            assert_eq!(rules.family_of(name), family, "{name}");
+        }
+    }
+
     fn write_catalog(text: &str) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(KERNEL_FAMILIES_FILE);

@@ -10,6 +10,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Triage torch.profiler traces of LLM serving engines (SGLang, vLLM, TensorRT-LLM,
 /// TokenSpeed, and engines that plugins add): which kernels dominate prefill and
 /// decode, and which Python line launched them.
+///
+/// Report labels: priority P1 (act first) .. P5 (skip); verdict headroom (mostly
+/// exposed) or low-roi-hidden (already hidden); dep risk low, high or unclear, with its
+/// reason; recommendation try overlap, try fusion, check deps or skip; fusion confidence
+/// Confirmed or Candidate; Similarity high, medium or low. docs/report-labels.md defines
+/// each.
 #[derive(Debug, Parser)]
 #[command(
     name = "llm-triage",

@@ -25,7 +25,7 @@ impl Renderer for Markdown {
 }
 
 fn document(view: &View) -> Vec<String> {
-    let mut lines = vec![view.title.to_string()];
+    let mut lines = vec![format!("# {}", view.title)];
     lines.extend(view.header.iter().map(|l| one_line(l)));
     for block in &view.blocks {
         lines.push(String::new());
@@ -33,19 +33,21 @@ fn document(view: &View) -> Vec<String> {
     }
     if !view.similarity.is_empty() {
         lines.push(String::new());
-        lines.push("Similarity Notes (heuristic, not part of the tables)".to_string());
+        lines.push("## Similarity Notes (heuristic, not part of the tables)".to_string());
         lines.extend(view.similarity.iter().map(|n| format!("- {}", one_line(n))));
     }
     if !view.notes.is_empty() {
         lines.push(String::new());
-        lines.push("Notes".to_string());
+        lines.push("## Notes".to_string());
         lines.extend(view.notes.iter().map(|n| format!("- {}", one_line(n))));
     }
     lines
 }
 
 fn block_lines(block: &Block) -> Vec<String> {
-    let mut lines = vec![block.title.to_string()];
+    // Section titles are headings, the stages headings below them, so a markdown viewer's
+    // outline reads Kernel Table > decode.
+    let mut lines = vec![format!("## {}", block.title)];
     if block.sections.is_empty() {
         lines.extend(table_lines(&block.placeholder));
         return lines;
@@ -56,7 +58,7 @@ fn block_lines(block: &Block) -> Vec<String> {
             lines.push(String::new());
         }
         if headings {
-            lines.push(format!("##### {}", section.label));
+            lines.push(format!("### {}", section.label));
         }
         // A section without rows (an overlap stage with one stream) is only its lines.
         let has_table = !section.table.rows.is_empty();
@@ -147,7 +149,7 @@ mod tests {
     #[test]
     fn whole_small_report_is_exact() {
         let expected = "\
-Triage View
+# Triage View
 Mode: single-trace
 Framework: SGLang
 Decided by: python frames under sglang/srt/ (412); annotation step[EXTEND bs=4 toks=512]
@@ -155,8 +157,8 @@ Input traces: /p/1761000000.5-TP-0-EXTEND.trace.json.gz, /p/1761000000.5-TP-0-DE
 Model: Qwen/Qwen3-8B
 Server args: tp_size=2, attention_backend=fa3, disable_cuda_graph=false
 
-Kernel Table
-##### extend/prefill
+## Kernel Table
+### extend/prefill
 | Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |
 | --- | --- | ---: | ---: | ---: | --- | --- |
 | nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT | gemm | 27.45 ms | 38.9% | 216 | python/sglang/srt/layers/linear.py:1360 forward (site share 58%)<br>python/sglang/srt/layers/linear.py:448 forward (site share 42%) | aten::mm |
@@ -164,7 +166,7 @@ Kernel Table
 
 gemm takes 38.9% of GPU time (1 kernel).
 
-##### decode
+### decode
 | Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |
 | --- | --- | ---: | ---: | ---: | --- | --- |
 | Memcpy DtoD (Device -> Device) | memory | 1.62 ms | 12.5% | 180 | unresolved | - |
@@ -172,24 +174,24 @@ gemm takes 38.9% of GPU time (1 kernel).
 memory takes 12.5% of GPU time (1 kernel).
 - 180 kernels replayed from 1 CUDA graph.
 
-Overlap Opportunity Table
-##### extend/prefill
+## Overlap Opportunity Table
+### extend/prefill
 | Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |
 | --- | --- | --- | --- | --- | --- | --- |
-| P2 | headroom | nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT | python/sglang/srt/layers/linear.py:1360 forward | 27452.8 us, share 38.9%, excl 100.0% / hid 0.0% | high | check deps |
+| P2 | headroom | nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT | python/sglang/srt/layers/linear.py:1360 forward | 27452.8 us, share 38.9%, excl 100.0% / hid 0.0% | high (previous op on the same stream (gemm, 0.4 us gap): same Python scope family) | check deps |
 
 GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
 - single-trace mode: hidden and exclusive times are exact
 
-##### decode
+### decode
 - one GPU stream (stream 7) ran all 180 GPU ops of this stage: nothing overlaps, so there are no overlap rows
 
-Fuse Opportunity Table
+## Fuse Opportunity Table
 | Pattern | Confidence | Related GPU time | Share | Evidence kernels | Current kernel Python location | Candidate fused Python path | Rationale |
 | --- | --- | ---: | ---: | --- | --- | --- | --- |
 | No source-backed fusion pattern matched this trace. | - | - | - | - | - | - | - |
 
-Notes
+## Notes
 - 1 other rank ignored: /p/1761000000.5-TP-1-EXTEND.trace.json.gz
 ";
         assert_eq!(render(&sample::qwen3()), expected);
@@ -210,7 +212,7 @@ Notes
         )];
         let text = render(&sample::report(vec![stage("all", 2000.0, vec![k])]));
         let lines = lines(&text);
-        let at = lines.iter().position(|l| *l == "Kernel Table").unwrap();
+        let at = lines.iter().position(|l| *l == "## Kernel Table").unwrap();
         assert_eq!(lines[at + 1], KERNEL_HEAD);
         assert_eq!(lines[at + 2], KERNEL_RULE);
         assert_eq!(
@@ -225,7 +227,7 @@ Notes
         let k = row("Memset (Device)", "memory", 10.0, 100.0, 1);
         let text = render(&sample::report(vec![stage("decode", 100.0, vec![k])]));
         assert!(
-            text.contains("Kernel Table\n##### decode\n| Kernel |"),
+            text.contains("## Kernel Table\n### decode\n| Kernel |"),
             "{text}"
         );
     }
@@ -239,7 +241,7 @@ Notes
             empty,
             stage("decode", 100.0, vec![k]),
         ]));
-        assert!(!text.contains("##### extend/prefill"), "{text}");
+        assert!(!text.contains("### extend/prefill"), "{text}");
         assert!(
             text.ends_with("Notes\n- extend/prefill: every row is below the bar\n"),
             "{text}"
@@ -251,7 +253,7 @@ Notes
         let report = sample::report(vec![stage("all", 0.0, vec![])]);
         let text = render(&report);
         assert!(text.contains(
-            "Kernel Table\n| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |\n| --- | --- | ---: | ---: | ---: | --- | --- |\n| No kernel rows at or above 1.0% share. | - | - | - | - | - | - |\n"
+            "## Kernel Table\n| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |\n| --- | --- | ---: | ---: | ---: | --- | --- |\n| No kernel rows at or above 1.0% share. | - | - | - | - | - | - |\n"
         ), "{text}");
         let text = Markdown {
             min_share_pct: 0.25,
@@ -382,7 +384,7 @@ Notes
         )];
         let text = render(&sample::report(vec![decode]));
         assert!(
-            text.contains("Fuse Opportunity Table\n##### decode\n| Pattern |"),
+            text.contains("## Fuse Opportunity Table\n### decode\n| Pattern |"),
             "{text}"
         );
         // Evidence keeps rows >= 1%; locations are `func @ path:line`, at most 4.

@@ -120,7 +120,7 @@ mod tests {
     fn render_dispatches_on_format_and_only_text_is_coloured() {
         let report = sample::qwen3();
         assert!(render(&report, Format::Markdown, true)
-            .starts_with("Triage View\nMode: single-trace\n"));
+            .starts_with("# Triage View\nMode: single-trace\n"));
         assert!(render(&report, Format::Json, true).starts_with("{\n  \"schema_version\": 1,"));
         assert!(render(&report, Format::Text, true).contains('\x1b'));
         assert!(!render(&report, Format::Text, false).contains('\x1b'));

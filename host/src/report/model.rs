@@ -141,6 +141,11 @@ pub struct OverlapRow {
     pub overlaps_with: Vec<OverlapPartner>,
     /// `low`, `high` or `unclear`: whether same-stream neighbours depend on it.
     pub dep_risk: String,
+    /// Why `dep_risk` is what it is: the same-stream neighbour (side, family, gap) and
+    /// the test that fired (same scope family, same launch op, producer/consumer by
+    /// category, scope unknown), or that no neighbour was within the tight gap.
+    #[serde(default)]
+    pub dep_reason: String,
     /// `try overlap`, `try fusion`, `check deps` or `skip`.
     pub recommendation: String,
     /// Id of the matching row of `catalog/overlap.toml`, if any.
@@ -168,6 +173,11 @@ pub struct OverlapStage {
     pub same_stream_overlap_us: f64,
     /// Streams with GPU work.
     pub streams: usize,
+    /// True when the streams other than the busiest hold under 1.0% of the stage's GPU
+    /// op time (`NEGLIGIBLE_OTHER_STREAMS_PCT`): the stage is treated as one stream and
+    /// has no overlap rows.
+    #[serde(default)]
+    pub effectively_one_stream: bool,
     /// What the reader should know: caveats, left-out work, joins.
     pub notes: Vec<String>,
 }

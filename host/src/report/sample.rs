@@ -112,6 +112,8 @@ pub(super) fn qwen3() -> Report {
         total_us: 27452.8,
         overlaps_with: Vec::new(),
         dep_risk: "high".to_string(),
+        dep_reason: "previous op on the same stream (gemm, 0.4 us gap): same Python scope family"
+            .to_string(),
         recommendation: "check deps".to_string(),
         known_path: None,
     }];
@@ -160,6 +162,7 @@ pub(super) fn qwen3() -> Report {
             idle_us: 35.5,
             same_stream_overlap_us: 0.0,
             streams: 2,
+            effectively_one_stream: false,
             notes: vec!["single-trace mode: hidden and exclusive times are exact".to_string()],
         },
         OverlapStage {
@@ -169,6 +172,7 @@ pub(super) fn qwen3() -> Report {
             idle_us: 0.0,
             same_stream_overlap_us: 0.0,
             streams: 1,
+            effectively_one_stream: false,
             notes: vec!["one GPU stream (stream 7) ran all 180 GPU ops of this stage: nothing overlaps, so there are no overlap rows".to_string()],
         },
     ];

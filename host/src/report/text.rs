@@ -30,6 +30,11 @@ impl Renderer for Text {
 /// Columns are separated by this much space.
 const GAP: &str = "  ";
 
+/// No line is wider than this (characters): long cells wrap inside their column and
+/// long notes wrap with an indent, so a report reads in a terminal without scrolling
+/// sideways (one note was 639 characters wide). Markdown keeps one row per line.
+pub(crate) const LINE_WIDTH: usize = 120;
+
 /// Shares at or above these get a warning colour: where the time goes.
 const HOT_SHARE_PCT: f64 = 20.0;
 const WARM_SHARE_PCT: f64 = 5.0;
@@ -63,7 +68,7 @@ impl Paint {
 
 fn document(view: &View, paint: Paint) -> Vec<String> {
     let mut lines = vec![paint.heading(view.title)];
-    lines.extend(view.header.iter().cloned());
+    lines.extend(view.header.iter().flat_map(|l| wrap_text(l, "", "  ")));
     for block in &view.blocks {
         lines.push(String::new());
         lines.extend(block_lines(block, paint));
@@ -71,12 +76,16 @@ fn document(view: &View, paint: Paint) -> Vec<String> {
     if !view.similarity.is_empty() {
         lines.push(String::new());
         lines.push(paint.heading("Similarity Notes (heuristic, not part of the tables)"));
-        lines.extend(view.similarity.iter().map(|n| format!("- {n}")));
+        lines.extend(
+            view.similarity
+                .iter()
+                .flat_map(|n| wrap_text(n, "- ", "  ")),
+        );
     }
     if !view.notes.is_empty() {
         lines.push(String::new());
         lines.push(paint.heading("Notes"));
-        lines.extend(view.notes.iter().map(|n| format!("- {n}")));
+        lines.extend(view.notes.iter().flat_map(|n| wrap_text(n, "- ", "  ")));
     }
     lines
 }
@@ -103,8 +112,8 @@ fn block_lines(block: &Block, paint: Paint) -> Vec<String> {
         if has_table && (section.summary.is_some() || !section.notes.is_empty()) {
             lines.push(String::new());
         }
-        lines.extend(section.summary.iter().cloned());
-        lines.extend(section.notes.iter().map(|n| format!("- {n}")));
+        lines.extend(section.summary.iter().flat_map(|s| wrap_text(s, "", "  ")));
+        lines.extend(section.notes.iter().flat_map(|n| wrap_text(n, "- ", "  ")));
     }
     lines
 }
@@ -117,7 +126,7 @@ fn table_lines(table: &Table, paint: Paint) -> Vec<String> {
         .iter()
         .map(|row| row.cells.iter().map(|cell| cell_lines(cell)).collect())
         .collect();
-    let widths: Vec<usize> = (0..table.header.len())
+    let natural: Vec<usize> = (0..table.header.len())
         .map(|c| {
             rows.iter()
                 .flat_map(|row| row[c].iter())
@@ -127,6 +136,29 @@ fn table_lines(table: &Table, paint: Paint) -> Vec<String> {
                 .unwrap_or(0)
         })
         .collect();
+    let widths = fit_columns(natural, table.header);
+    // Every cell line and header wrapped to its column.
+    let rows: Vec<Vec<Vec<String>>> = rows
+        .into_iter()
+        .map(|cells| {
+            cells
+                .into_iter()
+                .enumerate()
+                .map(|(c, lines)| {
+                    lines
+                        .iter()
+                        .flat_map(|l| wrap_words(l, widths[c]))
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let header: Vec<Vec<String>> = table
+        .header
+        .iter()
+        .enumerate()
+        .map(|(c, h)| wrap_words(h, widths[c]))
+        .collect();
 
     let pad = |text: &str, c: usize| {
         let fill = " ".repeat(widths[c] - width(text));
@@ -135,17 +167,22 @@ fn table_lines(table: &Table, paint: Paint) -> Vec<String> {
             Align::Right => format!("{fill}{text}"),
         }
     };
-    let mut lines = vec![
-        (0..widths.len())
-            .map(|c| pad(table.header[c], c))
-            .collect::<Vec<_>>()
-            .join(GAP),
+    let header_height = header.iter().map(Vec::len).max().unwrap_or(1);
+    let mut lines: Vec<String> = (0..header_height)
+        .map(|i| {
+            (0..widths.len())
+                .map(|c| pad(header[c].get(i).map(String::as_str).unwrap_or(""), c))
+                .collect::<Vec<_>>()
+                .join(GAP)
+        })
+        .collect();
+    lines.push(
         widths
             .iter()
             .map(|w| "-".repeat(*w))
             .collect::<Vec<_>>()
             .join(GAP),
-    ];
+    );
     for (row, cells) in table.rows.iter().zip(&rows) {
         let height = cells.iter().map(Vec::len).max().unwrap_or(1);
         for i in 0..height {
@@ -153,7 +190,9 @@ fn table_lines(table: &Table, paint: Paint) -> Vec<String> {
                 .map(|c| {
                     let text = cells[c].get(i).map(String::as_str).unwrap_or("");
                     let padded = pad(text, c);
-                    if Some(c) == table.share_column {
+                    // A blank continuation line stays unpainted, so its padding is
+                    // trimmed like any trailing space.
+                    if Some(c) == table.share_column && !text.is_empty() {
                         paint.share(&padded, row.share_pct)
                     } else {
                         padded
@@ -184,6 +223,72 @@ fn width(text: &str) -> usize {
     text.chars().count()
 }
 
+/// Column widths that fit [`LINE_WIDTH`] with their gaps: the widest column gives up a
+/// character at a time, down to its header's longest word (at least 5), so narrow
+/// columns keep their values whole and long names and notes wrap.
+fn fit_columns(mut widths: Vec<usize>, header: &[&str]) -> Vec<usize> {
+    let floor: Vec<usize> = header
+        .iter()
+        .zip(&widths)
+        .map(|(h, &w)| h.split(' ').map(width).max().unwrap_or(0).max(5).min(w))
+        .collect();
+    let gaps = GAP.len() * widths.len().saturating_sub(1);
+    while widths.iter().sum::<usize>() + gaps > LINE_WIDTH {
+        let widest = (0..widths.len())
+            .filter(|&c| widths[c] > floor[c])
+            .max_by_key(|&c| (widths[c], std::cmp::Reverse(c)));
+        match widest {
+            Some(c) => widths[c] -= 1,
+            None => break,
+        }
+    }
+    widths
+}
+
+/// `text` in lines of at most `max` characters, broken at spaces; a word longer than a
+/// line is cut into pieces.
+fn wrap_words(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = width(&current);
+            let sep = usize::from(used > 0);
+            if used + sep + word.len() <= max {
+                if sep == 1 {
+                    current.push(' ');
+                }
+                current.extend(word.iter());
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut current));
+                continue;
+            }
+            // The word alone is too long: cut it.
+            let rest = word.split_off(max);
+            lines.push(word.iter().collect());
+            word = rest;
+        }
+    }
+    if !current.is_empty() || lines.is_empty() {
+        lines.push(current);
+    }
+    lines
+}
+
+/// Free text as lines of at most [`LINE_WIDTH`]: `first` before the first line, `indent`
+/// before the others.
+fn wrap_text(text: &str, first: &str, indent: &str) -> Vec<String> {
+    wrap_words(text, LINE_WIDTH - first.len().max(indent.len()))
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| format!("{}{line}", if i == 0 { first } else { indent }))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +300,36 @@ mod tests {
         gemm.cpu_ops = vec!["aten::mm".to_string()];
         let memset = row("Memset (Device)", "memory", 250.0, 1000.0, 3);
         sample::report(vec![stage("all", 1000.0, vec![gemm, memset])])
+    }
+
+    /// Issue 14 point 12: no text line is wider than the terminal needs, and long
+    /// cells and notes keep every word.
+    #[test]
+    fn no_line_is_wider_than_the_line_width() {
+        let long_name = format!(
+            "void flash::FlashAttnFwdSm90<{}>",
+            "cute::tuple<int, int>, ".repeat(30)
+        );
+        let mut kernel = row(&long_name, "attention", 750.0, 1000.0, 12);
+        kernel.python_locations = vec![site(
+            "python/sglang/srt/layers/attention/flashattention_backend.py:812 forward_extend",
+            100.0,
+        )];
+        let mut report = sample::report(vec![stage("all", 1000.0, vec![kernel])]);
+        let note = format!("a note naming {long_name} in full");
+        report.notes = vec![note.clone()];
+        let text = Text::default().render(&report);
+        let widest = text.lines().map(width).max().unwrap();
+        assert!(widest <= LINE_WIDTH, "{widest}:\n{text}");
+        // Every word of the note is still there, in order.
+        let words: Vec<&str> = text
+            .split("- a note naming ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .take_while(|w| *w != "full")
+            .collect();
+        assert_eq!(words.join(""), format!("{long_name}in").replace(' ', ""));
     }
 
     #[test]
@@ -253,10 +388,10 @@ Memset (Device)  memory     0.25 ms  25.0%         3  unresolved                
             text.contains("- 180 kernels replayed from 1 CUDA graph."),
             "{text}"
         );
-        assert!(
-            text.contains("27452.8 us, share 38.9%, excl 100.0% / hid 0.0%"),
-            "{text}"
-        );
+        // The Formal signal cell wraps inside its column (LINE_WIDTH), every part kept.
+        for part in ["27452.8 us, share", "38.9%, excl 100.0% /", "hid 0.0%"] {
+            assert!(text.contains(part), "{part} in {text}");
+        }
         assert!(
             text.contains("[decode]\n- one GPU stream (stream 7) ran all 180 GPU ops"),
             "{text}"

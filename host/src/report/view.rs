@@ -394,7 +394,7 @@ fn overlap_block(report: &Report, min_share_pct: f64) -> Block {
                         .map(|(r, name)| overlap_row(r, name, measured.busy_us))
                         .collect(),
                 }
-            } else if measured.streams >= 2 {
+            } else if measured.streams >= 2 && !measured.effectively_one_stream {
                 let message = format!(
                     "No rows cleared the {}% reporting bar.",
                     pct_bar_text(min_share_pct)
@@ -409,7 +409,8 @@ fn overlap_block(report: &Report, min_share_pct: f64) -> Block {
             Section {
                 label: measured.stage.clone(),
                 table,
-                summary: (measured.streams >= 2).then(|| sweep_line(measured)),
+                summary: (measured.streams >= 2 && !measured.effectively_one_stream)
+                    .then(|| sweep_line(measured)),
                 notes: measured.notes.clone(),
             }
         })
@@ -436,10 +437,20 @@ fn overlap_row(row: &OverlapRow, name: String, busy_us: f64) -> Row {
                 .clone()
                 .unwrap_or_else(|| "unmapped".to_string())],
             vec![formal_signal(row, busy_us)],
-            vec![row.dep_risk.clone()],
+            vec![dep_risk_text(row)],
             recommendation,
         ],
         share_pct: None,
+    }
+}
+
+/// The Dep risk cell: the predecessor's label, then why (`high (next op on the same
+/// stream (gemm, 0.3 us gap): producer/consumer by category)`).
+pub(super) fn dep_risk_text(row: &OverlapRow) -> String {
+    if row.dep_reason.is_empty() {
+        row.dep_risk.clone()
+    } else {
+        format!("{} ({})", row.dep_risk, row.dep_reason)
     }
 }
 

@@ -23,6 +23,26 @@ fn help_documents_the_exit_codes() {
     }
 }
 
+/// Issue 14 point 11: every report label is named in --help, with where it is defined.
+#[test]
+fn help_names_every_report_label() {
+    let out = llm_triage().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for label in [
+        "P1 (act first) .. P5 (skip)",
+        "headroom",
+        "low-roi-hidden",
+        "dep risk low, high or unclear",
+        "try overlap, try fusion, check deps or skip",
+        "Confirmed or Candidate",
+        "Similarity high, medium or low",
+        "docs/report-labels.md",
+    ] {
+        assert!(help.contains(label), "missing {label:?} in help: {help}");
+    }
+}
+
 #[test]
 fn leading_triage_word_is_accepted_and_equals_the_plain_form() {
     let example = workspace_root().join("examples/sglang-qwen3");
@@ -38,10 +58,10 @@ fn leading_triage_word_is_accepted_and_equals_the_plain_form() {
     assert_eq!(plain.stdout, worded.stdout);
     let text = String::from_utf8_lossy(&plain.stdout);
     assert!(
-        text.starts_with("Triage View\nMode: single-trace\nFramework: SGLang\n"),
+        text.starts_with("# Triage View\nMode: single-trace\nFramework: SGLang\n"),
         "{text}"
     );
-    assert!(text.contains("\n##### extend/prefill\n| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |\n"));
+    assert!(text.contains("\n## Kernel Table\n### extend/prefill\n| Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |\n"));
 }
 
 #[test]
@@ -92,8 +112,13 @@ fn text_format_is_aligned_and_plain_without_a_terminal() {
         .iter()
         .position(|l| l.starts_with("Kernel ") && l.contains("Category"))
         .unwrap();
-    let (header, rule) = (lines[at], lines[at + 1]);
-    assert!(rule.starts_with("---"), "{rule}");
+    // A header may wrap inside its column (LINE_WIDTH); the dashed rule ends it.
+    let header = lines[at];
+    let rule = lines[at + 1..]
+        .iter()
+        .find(|l| l.starts_with("---"))
+        .copied()
+        .unwrap();
     // Every column starts where its rule segment starts.
     let starts = |l: &str| -> Vec<usize> {
         l.char_indices()

@@ -256,3 +256,24 @@ fn graph_replayed_kernels_resolve_to_the_graph_launch_site() {
         );
     }
 }
+
+/// Issue 14 point 12: `--format text` of a real trace fits a terminal: no line over 120
+/// characters (the SGLang decode trace had a 639-character line).
+#[test]
+fn text_reports_of_shared_traces_fit_the_line_width() {
+    for file in [
+        "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+        "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz",
+    ] {
+        let trace = shared_trace(file);
+        let out = llm_triage()
+            .args(["--input", trace.to_str().unwrap(), "--min-share", "0"])
+            .args(["--format", "text"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{file}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 120, "{file}: a line of {widest} characters");
+    }
+}

@@ -84,6 +84,49 @@ const LOW_ROI_HIDDEN_RATIO: f64 = 0.65;
 const CANDIDATES_PER_VERDICT: usize = 5;
 /// Partners listed per row.
 const PARTNERS_SHOWN: usize = 3;
+/// The streams other than the busiest are negligible when they hold less than this share
+/// of the stage's GPU op time: a serving trace's side stream that carries a handful of
+/// copies hides nothing, and counting it as a second stream made every row read
+/// "exclusive 100%" (docs/report-labels.md).
+pub(crate) const NEGLIGIBLE_OTHER_STREAMS_PCT: f64 = 1.0;
+
+/// A stage whose streams other than the busiest one are negligible: it is treated as one
+/// stream, and the note says so with these numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct MainStream {
+    pub(super) label: String,
+    pub(super) streams: usize,
+    pub(super) other_ops: u64,
+    /// Share of the stage's summed GPU op time on the other streams.
+    pub(super) other_pct: f64,
+}
+
+/// The main stream of a stage with two or more streams whose others are negligible.
+fn negligible_other_streams(swept: &SweptStage) -> Option<MainStream> {
+    if swept.measured.streams < 2 {
+        return None;
+    }
+    let mut per_stream: Vec<(Ns, u64)> = vec![(0, 0); swept.stream_labels.len()];
+    for op in &swept.ops {
+        let entry = &mut per_stream[op.stream as usize];
+        entry.0 += op.dur();
+        entry.1 += 1;
+    }
+    let total: Ns = per_stream.iter().map(|s| s.0).sum();
+    // The busiest stream; the first one on a tie.
+    let (main, &(main_time, main_ops)) =
+        per_stream
+            .iter()
+            .enumerate()
+            .reduce(|best, s| if s.1 .0 > best.1 .0 { s } else { best })?;
+    let other_pct = percent(total - main_time, total);
+    (other_pct < NEGLIGIBLE_OTHER_STREAMS_PCT).then(|| MainStream {
+        label: swept.stream_labels[main].clone(),
+        streams: swept.measured.streams,
+        other_ops: swept.ops.len() as u64 - main_ops,
+        other_pct,
+    })
+}
 
 /// The overlap table of every stage the formal traces cover, in stage order. Stage `all`
 /// is left out when another stage is present (it holds ops outside every stage window).
@@ -239,7 +282,12 @@ fn stage_overlap(
         })
         .collect();
     let busy_us = ns_to_us(swept.measured.busy);
-    let mut shown = candidate_rows(inputs, &swept, &joined, opts);
+    let main_stream = negligible_other_streams(&swept);
+    let mut shown = if main_stream.is_some() {
+        Vec::new()
+    } else {
+        candidate_rows(inputs, &swept, &joined, opts)
+    };
     let below_bar = cut(&mut shown, busy_us, opts);
 
     let measured = &swept.measured;
@@ -253,6 +301,7 @@ fn stage_overlap(
         scopes,
         below_bar,
         opts,
+        main_stream: main_stream.as_ref(),
     });
     StageOverlap {
         stage,
@@ -264,6 +313,7 @@ fn stage_overlap(
             idle_us: ns_to_us(measured.idle),
             same_stream_overlap_us: ns_to_us(measured.same_stream),
             streams: measured.streams,
+            effectively_one_stream: main_stream.is_some(),
             notes,
         },
     }
@@ -399,7 +449,7 @@ fn candidate_rows(
         }
         let totals = &rows[row as usize];
         let share = percent(totals.total, measured.busy);
-        let dep = dep_risk(row, totals, rows, ops, &neighbours, joined);
+        let (dep, dep_reason) = dep_risk(row, totals, rows, ops, &neighbours, joined);
         let (priority, recommendation) = priority(share, verdict, dep, totals.category(), opts);
         if verdict == Verdict::Headroom && priority == "P5" {
             continue;
@@ -428,6 +478,7 @@ fn candidate_rows(
             total_us: ns_to_us(totals.total),
             overlaps_with: partners(row, measured, rows),
             dep_risk: dep.label().to_string(),
+            dep_reason,
             recommendation: recommendation.to_string(),
             known_path,
         });
@@ -599,7 +650,11 @@ fn priority(
         return ("P5", "skip");
     }
     match (verdict, dep) {
-        (Verdict::Headroom, DepRisk::Low) if category == Category::Communication => {
+        // A GEMM or attention kernel is not fused into its neighbours: the room it
+        // leaves is for work on another stream beside it.
+        (Verdict::Headroom, DepRisk::Low)
+            if matches!(category, Category::Communication | Category::Compute) =>
+        {
             ("P1", "try overlap")
         }
         (Verdict::Headroom, DepRisk::Low) => ("P1", "try fusion"),
@@ -653,7 +708,8 @@ impl Neighbours {
 /// Dependency risk of a row from its representative op's same-stream neighbours
 /// (the predecessor's rule): a side is risky when the gap is tight and the neighbour shares the
 /// scope family, the launch op, or looks like a producer/consumer by category; it is
-/// unclear when tight and a scope is unknown.
+/// unclear when tight and a scope is unknown. The reason names the side, the
+/// neighbour's family, the gap and which test fired, so "high" can be checked.
 fn dep_risk(
     row: u32,
     totals: &RowTotals,
@@ -661,21 +717,25 @@ fn dep_risk(
     ops: &[SweepOp],
     neighbours: &Neighbours,
     joined: &[(Option<&Scope>, Join)],
-) -> DepRisk {
+) -> (DepRisk, String) {
     if totals.count == 0 {
-        return DepRisk::Unclear;
+        return (
+            DepRisk::Unclear,
+            "no op of this kernel was swept".to_string(),
+        );
     }
     let cur = &ops[totals.representative];
     let tight_us = (0.15 * ns_to_us(cur.dur())).clamp(2.0, 20.0);
     let own_scope = joined[row as usize].0;
-    let mut risky = false;
-    let mut unclear = false;
+    let mut risky: Vec<String> = Vec::new();
+    let mut unclear: Vec<String> = Vec::new();
     let sides = [
-        neighbours.prev[totals.representative].map(|n| (n, cur.start - ops[n].end)),
-        neighbours.next[totals.representative].map(|n| (n, ops[n].start - cur.end)),
+        neighbours.prev[totals.representative].map(|n| ("previous", n, cur.start - ops[n].end)),
+        neighbours.next[totals.representative].map(|n| ("next", n, ops[n].start - cur.end)),
     ];
-    for (n, gap) in sides.into_iter().flatten() {
-        if ns_to_us(gap.max(0)) > tight_us {
+    for (side, n, gap) in sides.into_iter().flatten() {
+        let gap_us = ns_to_us(gap.max(0));
+        if gap_us > tight_us {
             continue;
         }
         let other = &ops[n];
@@ -694,18 +754,34 @@ fn dep_risk(
             Category::Elementwise | Category::Memory => other_category != Category::Other,
             _ => false,
         };
-        if same_family || same_launch || dependency_like {
-            risky = true;
+        let neighbour = format!(
+            "{side} op on the same stream ({}, {gap_us:.1} us gap)",
+            rows[other.row as usize].family
+        );
+        let why = if same_family {
+            Some("same Python scope family")
+        } else if same_launch {
+            Some("same launch op")
+        } else if dependency_like {
+            Some("producer/consumer by category")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            risky.push(format!("{neighbour}: {why}"));
         } else if own_scope.is_none() || other_scope.is_none() {
-            unclear = true;
+            unclear.push(format!("{neighbour}: scope unknown"));
         }
     }
-    if risky {
-        DepRisk::High
-    } else if unclear {
-        DepRisk::Unclear
+    if !risky.is_empty() {
+        (DepRisk::High, risky.join("; "))
+    } else if !unclear.is_empty() {
+        (DepRisk::Unclear, unclear.join("; "))
     } else {
-        DepRisk::Low
+        (
+            DepRisk::Low,
+            format!("no dependent same-stream neighbour within {tight_us:.1} us"),
+        )
     }
 }
 
@@ -746,6 +822,83 @@ pub(crate) fn attach(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 14 point 7: a GEMM or attention kernel is not fused away; with room to
+    /// overlap and no risky neighbour the advice is to overlap it.
+    #[test]
+    fn compute_kernels_are_never_told_to_try_fusion() {
+        let opts = OverlapOptions::default();
+        for dep in [DepRisk::Low, DepRisk::High, DepRisk::Unclear] {
+            for verdict in [Verdict::Headroom, Verdict::LowRoiHidden] {
+                let (_, recommendation) = priority(30.0, verdict, dep, Category::Compute, &opts);
+                assert_ne!(recommendation, "try fusion", "{verdict:?} {dep:?}");
+            }
+        }
+        let (p, r) = priority(
+            30.0,
+            Verdict::Headroom,
+            DepRisk::Low,
+            Category::Compute,
+            &opts,
+        );
+        assert_eq!((p, r), ("P1", "try overlap"));
+        // Elementwise work next to its producer is what fusion is for.
+        let (_, r) = priority(
+            30.0,
+            Verdict::Headroom,
+            DepRisk::Low,
+            Category::Elementwise,
+            &opts,
+        );
+        assert_eq!(r, "try fusion");
+    }
+
+    /// Issue 14 point 11: a dependency risk says which neighbour and which test made it.
+    #[test]
+    fn dependency_risk_names_its_neighbour_and_reason() {
+        let row = |family: &str, category: Category| RowTotals {
+            name: family.to_string(),
+            family: family.to_string(),
+            category: Some(category),
+            count: 1,
+            ..RowTotals::default()
+        };
+        let rows = vec![
+            row("elementwise", Category::Elementwise),
+            RowTotals {
+                representative: 1,
+                ..row("gemm", Category::Compute)
+            },
+        ];
+        let op = |start: Ns, end: Ns, row: u32, category: Category| SweepOp {
+            start,
+            end,
+            stream: 0,
+            row,
+            category,
+        };
+        // An elementwise op, then 1 us later a GEMM on the same stream.
+        let ops = vec![
+            op(0, 10_000, 0, Category::Elementwise),
+            op(11_000, 50_000, 1, Category::Compute),
+        ];
+        let neighbours = Neighbours::new(&ops);
+        let joined = vec![(None, Join::Unmapped), (None, Join::Unmapped)];
+        let (risk, reason) = dep_risk(0, &rows[0], &rows, &ops, &neighbours, &joined);
+        assert_eq!(risk, DepRisk::High);
+        assert_eq!(
+            reason,
+            "next op on the same stream (gemm, 1.0 us gap): producer/consumer by category"
+        );
+        // The GEMM: its only neighbour is not a dependency by category, and no scope is
+        // known, so the risk is unclear and says so.
+        let (risk, reason) = dep_risk(1, &rows[1], &rows, &ops, &neighbours, &joined);
+        assert_eq!(risk, DepRisk::Unclear);
+        assert_eq!(
+            reason,
+            "previous op on the same stream (elementwise, 1.0 us gap): scope unknown"
+        );
+    }
 
     #[test]
     fn scope_families_compare_paths_or_functions() {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::scope::{Join, Scope, ScopeMap};
 use super::sweep::Sweep;
-use super::{OverlapOptions, RowTotals, StageOps};
+use super::{MainStream, OverlapOptions, RowTotals, StageOps, NEGLIGIBLE_OTHER_STREAMS_PCT};
 use crate::trace::event::ns_to_us;
 use crate::trace::names::{short_name, SHORT_ARGS_MAX};
 
@@ -21,6 +21,8 @@ pub(super) struct StageNoteFacts<'a> {
     pub(super) scopes: Option<&'a ScopeMap>,
     pub(super) below_bar: usize,
     pub(super) opts: &'a OverlapOptions,
+    /// Set when the other streams are negligible: the stage counts as one stream.
+    pub(super) main_stream: Option<&'a MainStream>,
 }
 
 /// What the reader must know to trust the rows: one stream, same-stream overlap, the
@@ -32,6 +34,16 @@ pub(super) fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
         let stream = f.stream_labels.first().map_or("no stream", String::as_str);
         notes.push(format!(
             "one GPU stream ({stream}) ran all {op_count} GPU ops of this stage: nothing overlaps, so there are no overlap rows"
+        ));
+    }
+    if let Some(main) = f.main_stream {
+        notes.push(format!(
+            "effectively one GPU stream ({}): the other {} stream(s) ran {} of {op_count} GPU ops, {:.2}% of the GPU op time (under the {:.1}% negligible bar), so nothing meaningful overlaps and there are no overlap rows",
+            main.label,
+            main.streams - 1,
+            main.other_ops,
+            main.other_pct,
+            NEGLIGIBLE_OTHER_STREAMS_PCT
         ));
     }
     if f.measured.same_stream > 0 {
@@ -54,7 +66,7 @@ pub(super) fn stage_notes(f: StageNoteFacts<'_>) -> Vec<String> {
             ns_to_us(f.measured.same_stream)
         ));
     }
-    if f.measured.streams >= 2 {
+    if f.measured.streams >= 2 && f.main_stream.is_none() {
         if f.mapping_mode {
             match f.scopes {
                 None => notes.push(

@@ -53,19 +53,20 @@ fn layout(root: &Path, elsewhere: &Path) -> (String, String) {
     (markdown, text)
 }
 
-/// Our markdown report as the bundle shows it: the four table titles as headings.
-fn as_bundled(markdown: &str) -> String {
+/// Our markdown report as the bundle shows it: its title and section headings at level
+/// 4, its stage headings at level 5, each naming the report's file.
+fn as_bundled(markdown: &str, file: &str) -> String {
     markdown
         .trim()
         .lines()
-        .map(|l| match l {
-            "Triage View"
-            | "Kernel Table"
-            | "Overlap Opportunity Table"
-            | "Fuse Opportunity Table" => {
-                format!("#### {l}")
+        .map(|l| {
+            if let Some(h) = l.strip_prefix("### ") {
+                format!("##### {h} · {file}")
+            } else if let Some(h) = l.strip_prefix("## ").or_else(|| l.strip_prefix("# ")) {
+                format!("#### {h} · {file}")
+            } else {
+                l.to_string()
             }
-            other => other.to_string(),
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -115,8 +116,8 @@ fn bundle_groups_by_model_and_keeps_every_report() {
         "# Matrix run\n\n_Generated on 2026-09-01 00:00:00 UTC_\n\n## Contents\n\n\
          - [custom](#custom)\n- [Qwen/Qwen3-8B](#qwenqwen3-8b)\n\
          - [Qwen/Qwen3-8B-FP8](#qwenqwen3-8b-fp8)\n\n\
-         ## custom\n\nModel id: `custom`\n\n### TokenSpeed\n\nSource: `{}`\n\n\
-         _Empty analysis output._\n\n## Qwen/Qwen3-8B\n\nModel id: `llama`\n\n### SGLang\n\n\
+         ## custom\n\nModel id: `custom`\n\n### TokenSpeed · analysis_tokenspeed.md\n\nSource: `{}`\n\n\
+         _Empty analysis output._\n\n## Qwen/Qwen3-8B\n\nModel id: `llama`\n\n### SGLang · analysis_sglang.txt\n\n\
          Source: `{}`\n\n",
         empty.display(),
         r("llama/analysis_sglang.txt").display()
@@ -135,24 +136,24 @@ fn bundle_groups_by_model_and_keeps_every_report() {
         [
             "## Contents",
             "## custom",
-            "### TokenSpeed",
+            "### TokenSpeed · analysis_tokenspeed.md",
             "## Qwen/Qwen3-8B",
-            "### SGLang",
-            "### SGLang",
+            "### SGLang · analysis_sglang.txt",
+            "### SGLang · analysis_trtllm.json",
             "## Qwen/Qwen3-8B-FP8",
-            "### SGLang",
-            "### vLLM",
+            "### SGLang · analysis_sglang.txt",
+            "### vLLM · analysis_vllm_live.txt",
         ]
     );
     // The JSON report (named trtllm, holding an SGLang triage) renders as the markdown
     // report of the same triage.
     assert_eq!(
         section(&doc, &r("llama/analysis_trtllm.json")),
-        as_bundled(&markdown)
+        as_bundled(&markdown, "analysis_trtllm.json")
     );
     assert_eq!(
         section(&doc, &r("qwen3/analysis_sglang.txt")),
-        as_bundled(&markdown)
+        as_bundled(&markdown, "analysis_sglang.txt")
     );
     // The predecessor's CRLF text: line ends fixed, titles as headings.
     assert_eq!(
@@ -160,21 +161,29 @@ fn bundle_groups_by_model_and_keeps_every_report() {
         PREDECESSOR_VLLM
             .replace("\r\n", "\n")
             .trim()
-            .replace("Triage View\n", "#### Triage View\n")
-            .replace("\nKernel Table\n", "\n#### Kernel Table\n")
+            .replace(
+                "Triage View\n",
+                "#### Triage View · analysis_vllm_live.txt\n"
+            )
+            .replace(
+                "\nKernel Table\n",
+                "\n#### Kernel Table · analysis_vllm_live.txt\n"
+            )
             .replace(
                 "\nOverlap Opportunity Table\n",
-                "\n#### Overlap Opportunity Table\n"
+                "\n#### Overlap Opportunity Table · analysis_vllm_live.txt\n"
             )
             .replace(
                 "\nFuse Opportunity Table\n",
-                "\n#### Fuse Opportunity Table\n"
+                "\n#### Fuse Opportunity Table · analysis_vllm_live.txt\n"
             )
     );
     // The --format text report keeps its aligned columns inside fences.
     let text = section(&doc, &r("llama/analysis_sglang.txt"));
     assert!(
-        text.contains("#### Kernel Table\n##### extend/prefill\n```text\nKernel "),
+        text.contains(
+            "#### Kernel Table · analysis_sglang.txt\n##### extend/prefill · analysis_sglang.txt\n```text\nKernel "
+        ),
         "{text}"
     );
     assert_eq!(text.matches("```").count() % 2, 0);
@@ -205,9 +214,11 @@ fn bundle_writes_files_and_leaves_out_the_contents_on_request() {
     // Under the qwen3 root, reports directly in it carry the root's name, the nested one
     // its first directory.
     assert!(doc.starts_with(
-        "# Unified LLM Torch Profiler Triage Bundle\n\n_Generated on 2026-09-01 00:00:00 UTC_\n\n## Qwen/Qwen3-8B\n\nModel id: `qwen3`\n\n### SGLang\n"
+        "# Unified LLM Torch Profiler Triage Bundle\n\n_Generated on 2026-09-01 00:00:00 UTC_\n\n## Qwen/Qwen3-8B\n\nModel id: `qwen3`\n\n### SGLang · analysis_sglang.txt\n"
     ), "{doc}");
-    assert!(doc.contains("## Qwen/Qwen3-8B-FP8\n\nModel id: `vllm_formal`\n\n### vLLM\n"));
+    assert!(doc.contains(
+        "## Qwen/Qwen3-8B-FP8\n\nModel id: `vllm_formal`\n\n### vLLM · analysis_vllm_live.txt\n"
+    ));
     assert!(!doc.contains("## Contents"));
 }
 

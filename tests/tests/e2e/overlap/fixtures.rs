@@ -163,7 +163,7 @@ fn two_streams_with_stream_zero_give_exact_hidden_and_exclusive_times() {
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(
         text.contains(&format!(
-            "| P2 | headroom | {GEMM} | unmapped | 200.0 us, share 76.9%, excl 60.0% / hid 40.0% | unclear | check deps |"
+            "| P2 | headroom | {GEMM} | unmapped | 200.0 us, share 76.9%, excl 60.0% / hid 40.0% | unclear (next op on the same stream (norm, 0.0 us gap): scope unknown) | check deps |"
         )),
         "{text}"
     );
@@ -291,13 +291,13 @@ fn one_stream_says_so_in_one_line_without_rows() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let section = text
-        .split("Overlap Opportunity Table\n")
+        .split("## Overlap Opportunity Table\n")
         .nth(1)
-        .and_then(|rest| rest.split("\n\nFuse Opportunity Table").next())
+        .and_then(|rest| rest.split("\n\n## Fuse Opportunity Table").next())
         .unwrap();
     assert_eq!(
         section,
-        "##### decode\n- one GPU stream (stream 0) ran all 2 GPU ops of this stage: nothing overlaps, so there are no overlap rows"
+        "### decode\n- one GPU stream (stream 0) ran all 2 GPU ops of this stage: nothing overlaps, so there are no overlap rows"
     );
 }
 
