@@ -131,14 +131,25 @@ fn kernel_locations(stage: &Value) -> BTreeMap<String, Option<String>> {
         .collect()
 }
 
-#[test]
-fn the_overlap_table_scope_is_the_kernel_table_location_of_the_same_row() {
-    let path = shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
-    let report = triage_json(&["--min-share", "0", "--input", path.to_str().unwrap()]);
-    let mut checked = 0;
-    let mut graph_rows = 0;
+/// Every overlap row's Python scope against the kernel table's location of the same row;
+/// returns (rows checked, graph-replayed rows among them).
+fn overlap_scopes_match_kernel_locations(report: &Value) -> (usize, usize) {
+    let (mut checked, mut graph_rows) = (0, 0);
     for stage in report["stages"].as_array().unwrap() {
         let locations = kernel_locations(stage);
+        let replayed: Vec<&str> = stage["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| {
+                k["cpu_ops"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|op| op.as_str().unwrap_or("").contains("GraphLaunch"))
+            })
+            .map(|k| k["name"].as_str().unwrap())
+            .collect();
         for row in stage["overlap"].as_array().unwrap() {
             let kernel = row["kernel"].as_str().unwrap();
             let scope = row["python_scope"].as_str().map(String::from);
@@ -147,13 +158,35 @@ fn the_overlap_table_scope_is_the_kernel_table_location_of_the_same_row() {
                 locations.get(kernel),
                 "{kernel}: overlap scope against the kernel table's location"
             );
-            graph_rows += u64::from(kernel.contains("elementwise_kernel_manual_unroll<128, 8"));
+            graph_rows += usize::from(replayed.contains(&kernel));
             checked += 1;
         }
     }
-    assert!(checked > 0, "no overlap rows");
-    assert_eq!(
-        graph_rows, 1,
-        "the graph-replayed <128, 8> row is in the table"
+    (checked, graph_rows)
+}
+
+#[test]
+fn the_overlap_table_scope_is_the_kernel_table_location_of_the_same_row() {
+    // The SGLang decode trace (where a base-name join once gave the graph-replayed
+    // `<128, 8>` row the `<128, 4>` row's location) now reads as one stream in effect, so
+    // its overlap table may be empty; a graph-replay fixture on two streams has rows, and
+    // before the fix its graph-replayed rows were `unmapped`.
+    let trace = shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = llm_triage_tests::FixtureSpec::new(
+        llm_triage_tests::Engine::Sglang,
+        llm_triage_tests::StageKind::Decode,
     );
+    spec.graph_replay = true;
+    spec.streams = 2;
+    let (fixture, _) = llm_triage_tests::write_fixture(dir.path(), &spec).unwrap();
+    let (mut checked, mut graph_rows) = (0, 0);
+    for path in [trace, fixture] {
+        let report = triage_json(&["--min-share", "0", "--input", path.to_str().unwrap()]);
+        let (c, g) = overlap_scopes_match_kernel_locations(&report);
+        checked += c;
+        graph_rows += g;
+    }
+    assert!(checked > 0, "no overlap rows");
+    assert!(graph_rows > 0, "no graph-replayed overlap row was checked");
 }
