@@ -96,8 +96,37 @@ pub fn attach_fusions(
         )
         .into_iter()
         .collect();
+        stage
+            .notes
+            .extend(model_gate_note(rules, &stage.fusions, input.facts));
     }
     stages
+}
+
+/// A note when rows of the fuse table are gated by model and nothing names the model (no
+/// server args, no model class or model file in the trace): those rows stay Candidate, and
+/// the user can fix that. Counts the table's own rows, not the catalog's.
+pub(crate) fn model_gate_note(
+    rules: &[FusionRule],
+    fusions: &[FusionRow],
+    facts: &RunFacts,
+) -> Option<String> {
+    if !facts.models.is_empty() {
+        return None;
+    }
+    let gated = fusions
+        .iter()
+        .filter_map(|row| rules.iter().find(|r| r.id == row.id))
+        .filter(|rule| !rule.gate.models_include.is_empty() || !rule.gate.models_exclude.is_empty())
+        .count();
+    (gated > 0).then(|| {
+        format!(
+            "{gated} fuse-table row(s) apply only to some models, and nothing names the model \
+             (no server_args.json, no model class or model file in the trace): their model \
+             gate is not evaluated, so they stay Candidate; put the capture's \
+             server_args.json beside the trace"
+        )
+    })
 }
 
 /// The fuse table of one stage: matched, selected, cut at the share bar.

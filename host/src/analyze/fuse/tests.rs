@@ -3,7 +3,7 @@
 
 use super::facts::{gate_state, run_facts, GateState, RunFacts};
 use super::haystack::{is_hash_like, location_without_hashes, parts_hit, without_hashes};
-use super::{fuse_table, FuseInput};
+use super::{fuse_table, model_gate_note, FuseInput};
 use crate::catalog::{parse_fusions, FusionRule};
 use crate::report::model::{KernelRow, SiteShare};
 use crate::trace::event::{PyFrame, Trace};
@@ -227,7 +227,22 @@ fn gates_pass_fail_or_stay_unknown() {
         "{}",
         rows[0].rationale
     );
+    // The stage says how many of its rows wait for a model name; a run that names the
+    // model, or a table without model-gated rows, says nothing.
+    let note = model_gate_note(std::slice::from_ref(gated), &rows, &unknown).unwrap();
+    assert!(
+        note.starts_with("1 fuse-table row(s) apply only to some models"),
+        "{note}"
+    );
+    assert_eq!(
+        model_gate_note(std::slice::from_ref(gated), &[], &unknown),
+        None
+    );
     let known = facts(&["qwen3"], Some(4));
+    assert_eq!(
+        model_gate_note(std::slice::from_ref(gated), &rows, &known),
+        None
+    );
     let rows = fuse_table(std::slice::from_ref(gated), &kernels, 100.0, &input(&known));
     assert_eq!(rows[0].confidence, "Confirmed");
     // Rows of another engine's origin never apply.
