@@ -132,10 +132,7 @@ fn a_bundle_on_a_full_disk_leaves_the_old_bundle_and_no_temporary_file() {
     std::fs::create_dir_all(report.parent().unwrap()).unwrap();
     // A report long enough that its bundle cannot fit in what is left of the disk.
     std::fs::write(&report, "# Triage\n\n".to_string() + &"x ".repeat(64 << 10)).unwrap();
-    let bundle = disk.path().join("bundle.md");
-    let _ = std::fs::remove_file(disk.path().join("filler"));
-    std::fs::write(&bundle, "old bundle\n").unwrap();
-    assert!(std::fs::write(disk.path().join("filler"), vec![0u8; 128 << 10]).is_err());
+    let bundle = disk.with_old_file("bundle.md", "old bundle\n");
     let ran = run(&[
         "bundle",
         "--analysis-file",

@@ -124,11 +124,7 @@ fn a_full_disk_leaves_the_old_report_and_no_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
     let trace = many_kernels(dir.path(), 200);
     // The old report was there before the disk filled up.
-    let report = disk.path().join("report.md");
-    let _ = std::fs::remove_file(disk.path().join("filler"));
-    std::fs::write(&report, "old report\n").unwrap();
-    let filler = vec![0u8; 128 << 10];
-    assert!(std::fs::write(disk.path().join("filler"), filler).is_err());
+    let report = disk.with_old_file("report.md", "old report\n");
     let ran = run(&[
         "--framework",
         "sglang",

@@ -1,7 +1,7 @@
 //! Helpers for the hostile-input and fault tests: the real binary under a time limit,
 //! the shape every failure must have, and a small valid trace to break.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
@@ -203,6 +203,16 @@ impl FullDisk {
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Writes `name` as if it was there before the disk filled up (the filler is made
+    /// again afterwards, so the disk is full once more), and returns its path.
+    pub fn with_old_file(&self, name: &str, text: &str) -> PathBuf {
+        let old = self.path().join(name);
+        let _ = std::fs::remove_file(self.path().join("filler"));
+        std::fs::write(&old, text).unwrap();
+        assert!(std::fs::write(self.path().join("filler"), vec![0u8; 128 << 10]).is_err());
+        old
     }
 }
 
