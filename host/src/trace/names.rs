@@ -327,28 +327,43 @@ fn differing_part(name: &str, at: usize) -> Option<String> {
     Some(format!("{lead}{part}{tail}"))
 }
 
+/// Bracket depth while walking a C++ name: `<…>`, `(…)` and `{…}` nest, and a `>` inside
+/// parentheses is an operator, not the end of a template list. `at_top_level(c)` takes
+/// the next character and says whether it stands outside every bracket (a bracket that
+/// opens or closes a level is never at the top level itself).
+#[derive(Default)]
+struct Brackets {
+    open: Vec<char>,
+}
+
+impl Brackets {
+    fn at_top_level(&mut self, c: char) -> bool {
+        match c {
+            '<' | '(' | '{' => self.open.push(c),
+            ')' | '}' => {
+                let opener = if c == ')' { '(' } else { '{' };
+                while self.open.pop().is_some_and(|o| o != opener) {}
+            }
+            '>' if self.open.last() == Some(&'<') => {
+                self.open.pop();
+            }
+            _ => return self.open.is_empty(),
+        }
+        false
+    }
+}
+
 /// `name` without a leading return type: the text after the last space outside
 /// brackets, when what comes before it is a type (`void`, or a qualified or templated
 /// name) and what follows is a name. `Memcpy DtoD (Device -> Device)` is kept.
 fn without_return_type(name: &str) -> &str {
-    let mut open: Vec<u8> = Vec::new();
+    let mut brackets = Brackets::default();
     let mut last_space = None;
     let mut spaces = 0;
-    for (i, b) in name.bytes().enumerate() {
-        match b {
-            b'<' | b'(' | b'{' => open.push(b),
-            b')' | b'}' => {
-                let opener = if b == b')' { b'(' } else { b'{' };
-                while open.pop().is_some_and(|o| o != opener) {}
-            }
-            b'>' if open.last() == Some(&b'<') => {
-                open.pop();
-            }
-            b' ' if open.is_empty() => {
-                last_space = Some(i);
-                spaces += 1;
-            }
-            _ => {}
+    for (i, c) in name.char_indices() {
+        if brackets.at_top_level(c) && c == ' ' {
+            last_space = Some(i);
+            spaces += 1;
         }
     }
     // One type, one name: `Memcpy PtoP`-like text of several words is no signature.
@@ -392,21 +407,11 @@ fn fit_keeping_own_name(text: &str, max: usize) -> String {
 
 /// Byte position of the last `::` outside template lists and parentheses.
 fn last_top_level_scope(text: &str) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let mut open: Vec<u8> = Vec::new();
+    let mut brackets = Brackets::default();
     let mut found = None;
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'<' | b'(' | b'{' => open.push(b),
-            b')' | b'}' => {
-                let opener = if b == b')' { b'(' } else { b'{' };
-                while open.pop().is_some_and(|o| o != opener) {}
-            }
-            b'>' if open.last() == Some(&b'<') => {
-                open.pop();
-            }
-            b':' if open.is_empty() && bytes.get(i + 1) == Some(&b':') => found = Some(i),
-            _ => {}
+    for (i, c) in text.char_indices() {
+        if brackets.at_top_level(c) && c == ':' && text.as_bytes().get(i + 1) == Some(&b':') {
+            found = Some(i);
         }
     }
     found
@@ -415,8 +420,7 @@ fn last_top_level_scope(text: &str) -> Option<usize> {
 /// The first arguments of a template argument list that fit in `max` characters,
 /// followed by `…` (just `…` when not even the first fits).
 fn leading_args(args: &str, max: usize) -> String {
-    // Brackets as in `template_lists`: a `>` inside parentheses is an operator.
-    let mut open: Vec<char> = Vec::new();
+    let mut brackets = Brackets::default();
     let mut kept = 0;
     // Counted as we go, not per comma: re-counting `args[..i]` at every comma made a
     // hostile name with many commas quadratic.
@@ -424,23 +428,12 @@ fn leading_args(args: &str, max: usize) -> String {
     // Whitespace characters that end `args[..i]`; `seen` below counts all of them.
     let mut trailing_blanks = 0;
     for (seen, (i, c)) in args.char_indices().enumerate() {
-        match c {
-            '<' | '(' | '{' => open.push(c),
-            ')' | '}' => {
-                let opener = if c == ')' { '(' } else { '{' };
-                while open.pop().is_some_and(|o| o != opener) {}
+        if brackets.at_top_level(c) && c == ',' {
+            // == args[..i].trim().chars().count()
+            if seen.saturating_sub(leading_blanks + trailing_blanks) > max {
+                break;
             }
-            '>' if open.last() == Some(&'<') => {
-                open.pop();
-            }
-            ',' if open.is_empty() => {
-                // == args[..i].trim().chars().count()
-                if seen.saturating_sub(leading_blanks + trailing_blanks) > max {
-                    break;
-                }
-                kept = i;
-            }
-            _ => {}
+            kept = i;
         }
         trailing_blanks = if c.is_whitespace() {
             trailing_blanks + 1
@@ -464,19 +457,10 @@ fn leading_args(args: &str, max: usize) -> String {
 
 /// The first top-level argument of a template argument list, trimmed.
 fn first_arg(args: &str) -> &str {
-    let mut open: Vec<char> = Vec::new();
+    let mut brackets = Brackets::default();
     for (i, c) in args.char_indices() {
-        match c {
-            '<' | '(' | '{' => open.push(c),
-            ')' | '}' => {
-                let opener = if c == ')' { '(' } else { '{' };
-                while open.pop().is_some_and(|o| o != opener) {}
-            }
-            '>' if open.last() == Some(&'<') => {
-                open.pop();
-            }
-            ',' if open.is_empty() => return args[..i].trim(),
-            _ => {}
+        if brackets.at_top_level(c) && c == ',' {
+            return args[..i].trim();
         }
     }
     args.trim()
