@@ -3,11 +3,10 @@
 //! 0 whatever the subcommand, and a file write that fails part way (disk full) leaves no
 //! temporary file beside its target.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::hostile::support::{assert_refused, run, FullDisk};
-use crate::util::{target_dir, workspace_root};
+use crate::util::{names_in, target_dir, workspace_root};
 
 /// A pipe whose reading end is already closed: `true` held it and has exited, so every
 /// write into it fails with EPIPE (as `| head -c1` does once head has its byte). Made
@@ -84,15 +83,6 @@ fn every_subcommand_ends_quietly_with_exit_0_on_a_closed_stdout_pipe() {
         })
         .collect();
     assert!(failed.is_empty(), "{failed:#?}");
-}
-
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]

@@ -50,6 +50,16 @@ pub fn workspace_root() -> PathBuf {
 
 /// The shared traces directory, `../shared/traces` beside the checkout (real traces kept
 /// out of the repository; `SOURCES.md` there says where each comes from).
+/// The names in `dir`, sorted (what a test expects to be left there).
+pub(crate) fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 pub(crate) fn shared_traces_dir() -> PathBuf {
     workspace_root().join("../shared/traces")
 }

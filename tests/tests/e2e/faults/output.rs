@@ -6,17 +6,8 @@ use std::path::Path;
 use std::process::Stdio;
 
 use crate::hostile::support::*;
-use crate::util::target_dir;
+use crate::util::{names_in, target_dir};
 use serde_json::json;
-
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 /// A valid trace with `kernels` distinct kernel names (a long report).
 fn many_kernels(dir: &Path, kernels: u64) -> std::path::PathBuf {

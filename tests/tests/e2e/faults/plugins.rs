@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::hostile::support::*;
-use crate::util::{binary_copy_in, target_dir, workspace_root};
+use crate::util::{binary_copy_in, names_in, target_dir, workspace_root};
 
 /// `target/<profile>/`, with the test-only plugins built too (not default members).
 fn test_plugins_dir() -> &'static Path {
@@ -63,16 +63,6 @@ fn host_line_only(ran: Ran, plugin_source: &str) -> Ran {
         ran.stderr
     );
     ran
-}
-
-/// The names in `dir`, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
@@ -131,7 +121,7 @@ fn a_panicking_plugin_is_exit_6_naming_it_and_no_report_is_written() {
         std::fs::read_to_string(&kept).unwrap(),
         "the previous report\n"
     );
-    assert_eq!(listing(&out), ["kept.md"]);
+    assert_eq!(names_in(&out), ["kept.md"]);
 }
 
 #[test]
