@@ -103,8 +103,8 @@ fn staged_traces<'a>(traces: &'a [Trace], prepared: &'a Prepared<'_>) -> Vec<Sta
 }
 
 pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
-    let traces_set = discover(&request.input, request.rank)?;
-    let mapping_set = match &request.mapping_input {
+    let mut traces_set = discover(&request.input, request.rank)?;
+    let mut mapping_set = match &request.mapping_input {
         Some(path) => Some(discover(path, request.rank)?),
         None => None,
     };
@@ -116,9 +116,9 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         overlap: known_paths,
     } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
-    let mut sets = vec![&traces_set];
-    sets.extend(mapping_set.as_ref());
-    let mut read = read_sets(&sets, request.progress)?.into_iter();
+    let mut sets = vec![&mut traces_set];
+    sets.extend(mapping_set.as_mut());
+    let mut read = read_sets(&mut sets, request.progress)?.into_iter();
     let traces = read.next().unwrap_or_default();
     let mapping_traces = read.next().unwrap_or_default();
     diffusers_fallback::check_frames(&traces)?;
@@ -312,18 +312,55 @@ pub(crate) fn load_plugins(cli_dirs: &[PathBuf]) -> Result<PluginSet> {
 }
 
 /// Reads every file of every set at once (mapping and formal sets concurrently), and
-/// returns the traces set by set.
-fn read_sets(sets: &[&TraceSet], progress: bool) -> Result<Vec<Vec<Trace>>> {
+/// returns the traces set by set, each set left holding the files that were read.
+fn read_sets(sets: &mut [&mut TraceSet], progress: bool) -> Result<Vec<Vec<Trace>>> {
     let files: Vec<&TraceFile> = sets.iter().flat_map(|s| &s.files).collect();
-    let mut traces = read_all(&files, progress)?.into_iter();
-    Ok(sets
+    let mut results = read_all(&files, progress).into_iter();
+    let per_set: Vec<Vec<Result<Trace>>> = sets
         .iter()
-        .map(|set| traces.by_ref().take(set.files.len()).collect())
-        .collect())
+        .map(|set| results.by_ref().take(set.files.len()).collect())
+        .collect();
+    sets.iter_mut()
+        .zip(per_set)
+        .map(|(set, read)| keep_readable(set, read))
+        .collect()
+}
+
+/// One rule for a directory: a file that fails the full read (it passed discovery's
+/// 64 KiB sniff, then turned out truncated or malformed) is skipped, dropped from `set`
+/// and named in its notes with the reason; the run fails, naming the first such file,
+/// only when none could be read. A single-file input fails on its error as given.
+fn keep_readable(set: &mut TraceSet, read: Vec<Result<Trace>>) -> Result<Vec<Trace>> {
+    if !set.directory {
+        return read.into_iter().collect();
+    }
+    let mut traces = Vec::new();
+    let mut files = Vec::new();
+    let mut first_error = None;
+    for (file, result) in std::mem::take(&mut set.files).into_iter().zip(read) {
+        match result {
+            Ok(trace) => {
+                traces.push(trace);
+                files.push(file);
+            }
+            Err(e) => {
+                set.notes
+                    .push(format!("could not be read, skipped: {}", e.one_line()));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) if files.is_empty() => Err(e),
+        _ => {
+            set.files = files;
+            Ok(traces)
+        }
+    }
 }
 
 /// Reads every file, in parallel, with one progress bar over all bytes.
-fn read_all(files: &[&TraceFile], progress: bool) -> Result<Vec<Trace>> {
+fn read_all(files: &[&TraceFile], progress: bool) -> Vec<Result<Trace>> {
     let total: u64 = files
         .iter()
         .filter_map(|f| std::fs::metadata(&f.path).ok())
@@ -369,7 +406,7 @@ fn read_all(files: &[&TraceFile], progress: bool) -> Result<Vec<Trace>> {
             .collect()
     });
     bar.finish_and_clear();
-    results.into_iter().collect()
+    results
 }
 
 /// The stage split of one trace: its path names the stage, or the plugin's markers do.

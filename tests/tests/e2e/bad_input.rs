@@ -135,3 +135,108 @@ fn no_trace_files_names_the_json_that_is_not_a_trace() {
         "{err}"
     );
 }
+
+/// A directory holding one readable trace and `broken`, a file that passes the 64 KiB
+/// sniff but fails the full read: the readable one is triaged, the broken one is named in
+/// the notes with its reason (issue 14 point 15: one rule for every file of a directory).
+fn triage_dir_with_broken(
+    broken_name: &str,
+    broken: &[u8],
+) -> (tempfile::TempDir, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
+    std::os::unix::fs::symlink(&trace, dir.path().join("q-TP-0-DECODE.trace.json.gz")).unwrap();
+    std::fs::write(dir.path().join(broken_name), broken).unwrap();
+    let report = triage_json(&[
+        "--framework",
+        "sglang",
+        "--input",
+        dir.path().to_str().unwrap(),
+    ]);
+    (dir, report)
+}
+
+/// The decompressed SGLang decode trace (580 KiB), for files that start like it.
+fn decode_trace_text() -> Vec<u8> {
+    let gz = std::fs::read(shared_trace(
+        "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+    ))
+    .unwrap();
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    text
+}
+
+fn assert_one_read_and_one_skipped(
+    dir: &std::path::Path,
+    report: &serde_json::Value,
+    broken_name: &str,
+) {
+    let inputs = report["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 1, "{inputs:?}");
+    assert!(
+        inputs[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("q-TP-0-DECODE.trace.json.gz"),
+        "{inputs:?}"
+    );
+    let broken = dir.join(broken_name);
+    let prefix = format!("could not be read, skipped: {}: ", broken.display());
+    let notes: Vec<&str> = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert_eq!(
+        notes.len(),
+        1,
+        "one note for {broken_name}: {:?}",
+        report["notes"]
+    );
+    assert!(
+        notes[0].len() > prefix.len() && !notes[0].contains('\n'),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn a_directory_skips_a_json_trace_malformed_past_the_sniff_and_triages_the_rest() {
+    // Starts as a real trace for 200 KB, then stops mid-event.
+    let text = decode_trace_text();
+    let name = "q-TP-0-EXTEND.trace.json";
+    let (dir, report) = triage_dir_with_broken(name, &text[..200_000]);
+    assert_one_read_and_one_skipped(dir.path(), &report, name);
+}
+
+#[test]
+fn a_directory_skips_a_truncated_gzip_trace_and_triages_the_rest() {
+    let mut gz = Vec::new();
+    {
+        let mut enc = flate2::write::GzEncoder::new(&mut gz, flate2::Compression::fast());
+        enc.write_all(&decode_trace_text()).unwrap();
+        enc.finish().unwrap();
+    }
+    let name = "q-TP-0-EXTEND.trace.json.gz";
+    let (dir, report) = triage_dir_with_broken(name, &gz[..gz.len() / 2]);
+    assert_one_read_and_one_skipped(dir.path(), &report, name);
+}
+
+#[test]
+fn a_directory_where_no_trace_can_be_read_fails_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q-TP-0-DECODE.trace.json");
+    std::fs::write(&path, &decode_trace_text()[..200_000]).unwrap();
+    assert_fails(
+        &[
+            "--framework",
+            "sglang",
+            "--input",
+            dir.path().to_str().unwrap(),
+        ],
+        3,
+        path.to_str().unwrap(),
+    );
+}

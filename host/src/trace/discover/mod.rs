@@ -54,6 +54,9 @@ pub struct TraceSet {
     pub server_args: Option<ServerArgs>,
     /// Files found but not analysed, and why (other ranks, older duplicates, ...).
     pub notes: Vec<String>,
+    /// Whether `input` is a directory: there a file that fails the full read is skipped
+    /// and noted (the run fails only when none can be read); a single file fails the run.
+    pub directory: bool,
 }
 
 /// Resolves `input` to the trace files to analyse. `rank` picks a TP rank other than
@@ -89,6 +92,7 @@ fn discover_file(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageErro
         files: vec![file],
         server_args,
         notes,
+        directory: false,
     })
 }
 
@@ -167,6 +171,7 @@ fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError
         files,
         server_args,
         notes,
+        directory: true,
     })
 }
 
