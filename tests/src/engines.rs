@@ -163,6 +163,26 @@ fn op(
     }
 }
 
+const NCCL_AG: &str = "ncclDevKernel_AllGather_RING_LL";
+const NCCL_AG_RAW: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+
+/// vLLM's logits all-gather: `LogitsProcessor._gather_logits` gathers the vocabulary
+/// shards of the lm_head output (`vllm/model_executor/layers/logits_processor.py`), once
+/// per step on the compute stream; as long as an o_proj GEMM, so it shows in the tables.
+pub(crate) fn logits_all_gather() -> Op {
+    op(
+        NCCL_AG_RAW,
+        NCCL_AG,
+        "c10d::allgather_",
+        frame(
+            "model_executor/layers/logits_processor.py",
+            92,
+            "_gather_logits",
+        ),
+        GEMM_NS,
+    )
+}
+
 fn side(mut op: Op) -> Op {
     op.side_stream = true;
     op

@@ -80,6 +80,10 @@ pub struct FixtureSpec {
     pub batch_size: usize,
     /// Written as `server_args.json` beside the trace when given.
     pub server_args: Option<serde_json::Value>,
+    /// After the layers of each eager step, the engine's logits all-gather (vLLM's
+    /// `LogitsProcessor._gather_logits`): a collective that only looks like the ones
+    /// async TP fuses. Off by default, so no other fixture changes.
+    pub logits_all_gather: bool,
 }
 
 impl FixtureSpec {
@@ -98,6 +102,7 @@ impl FixtureSpec {
             tp_rank: 0,
             batch_size: 4,
             server_args: None,
+            logits_all_gather: false,
         }
     }
 }
@@ -366,6 +371,10 @@ impl Writer<'_> {
             self.replay(label, &ops, innermost);
         } else {
             self.launch_layers(label, step, &ops);
+            if self.spec.logits_all_gather {
+                // vLLM computes logits outside its CUDA graphs, so only eager steps.
+                self.launch(label, step, &crate::engines::logits_all_gather());
+            }
         }
         while !self.open.is_empty() {
             self.close_frame();

@@ -41,6 +41,9 @@ pub struct KnownPath {
     /// (a rule that fires names the family [`MATCHED`]); `None`: any text.
     kernel: Option<FamilyRules>,
     scope: Option<FamilyRules>,
+    /// Python scopes that are never this path although category and kernel fit (vLLM's
+    /// logits all-gather is an all-gather that async TP never fuses); `None`: none.
+    not_scope: Option<FamilyRules>,
 }
 
 /// The family a pattern rule gives when it fires.
@@ -61,7 +64,12 @@ impl KnownPath {
             .scope
             .as_ref()
             .is_none_or(|rules| scope.is_some_and(|s| rules.family_of(s) == MATCHED));
-        engine_fits && category_fits && kernel_fits && scope_fits
+        // An unknown scope (a graph replay without a mapping trace) cannot be excluded.
+        let scope_excluded = self
+            .not_scope
+            .as_ref()
+            .is_some_and(|rules| scope.is_some_and(|s| rules.family_of(s) == MATCHED));
+        engine_fits && category_fits && kernel_fits && scope_fits && !scope_excluded
     }
 }
 
@@ -131,6 +139,8 @@ struct MatchEntry {
     kernel: Vec<String>,
     #[serde(default)]
     scope: Vec<String>,
+    #[serde(default)]
+    not_scope: Vec<String>,
 }
 
 /// Parses and validates known overlap paths; `path` only names the source in errors.
@@ -201,6 +211,7 @@ pub fn parse_known_paths(text: &str, path: &Path) -> Result<KnownPaths, TriageEr
         };
         let kernel = patterns(&entry.matcher.kernel)?;
         let scope = patterns(&entry.matcher.scope)?;
+        let not_scope = patterns(&entry.matcher.not_scope)?;
         if kernel.is_none() && scope.is_none() {
             return Err(fail("match needs kernel or scope patterns".to_string()));
         }
@@ -211,6 +222,7 @@ pub fn parse_known_paths(text: &str, path: &Path) -> Result<KnownPaths, TriageEr
             categories,
             kernel,
             scope,
+            not_scope,
         });
     }
     Ok(KnownPaths { paths })
@@ -282,6 +294,33 @@ kernel = ["all reduce", "nccl*"]
             Some("vllm.async-tp")
         );
         assert_eq!(id("ncclDevKernel_AllGather_RING_LL"), Some("vllm.async-tp"));
+    }
+
+    #[test]
+    fn vllm_async_tp_leaves_out_the_logits_all_gather_by_its_scope() {
+        let known = load_known_paths(None).unwrap();
+        let id = |scope: Option<&str>| {
+            known
+                .find(
+                    "vllm",
+                    "communication",
+                    "ncclDevKernel_AllGather_RING_LL",
+                    scope,
+                )
+                .map(|p| p.id.as_str())
+        };
+        assert_eq!(
+            id(Some(
+                "vllm/model_executor/layers/logits_processor.py:92 _gather_logits"
+            )),
+            None
+        );
+        // A sequence-parallel all-gather, and one whose scope is unknown, still ask.
+        assert_eq!(
+            id(Some("vllm/distributed/parallel_state.py:470 all_gather")),
+            Some("vllm.async-tp")
+        );
+        assert_eq!(id(None), Some("vllm.async-tp"));
     }
 
     #[test]

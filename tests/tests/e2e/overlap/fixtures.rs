@@ -443,3 +443,29 @@ fn mode_flags_are_validated_with_clear_usage_errors() {
         );
     }
 }
+
+/// A vLLM eager decode trace (all-reduce on a second stream) whose steps end with the
+/// logits all-gather: an exposed NCCL all-gather that async TP never fuses (it is not a
+/// sequence-parallel collective next to a GEMM), so `vllm.async-tp` must not name it.
+#[test]
+fn the_logits_all_gather_is_not_tagged_async_tp() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = FixtureSpec {
+        graph_replay: false,
+        streams: 2,
+        gzip: false,
+        layers: 3,
+        logits_all_gather: true,
+        ..FixtureSpec::new(Engine::Vllm, StageKind::Decode)
+    };
+    let (path, truth) = write_fixture(dir.path(), &spec).unwrap();
+    let gather = "ncclDevKernel_AllGather_RING_LL";
+    let site = truth.stage("decode").unwrap().kernels[gather]
+        .location()
+        .to_string();
+    assert!(site.contains("logits_processor.py"), "{site}");
+    let report = triage_json(&["--input", path.to_str().unwrap(), "--min-share", "0"]);
+    let row = row(stage(&report, "decode"), gather);
+    assert_eq!(row["python_scope"], site.as_str(), "{row}");
+    assert_eq!(row["known_path"], Value::Null, "{row}");
+}
