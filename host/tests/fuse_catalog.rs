@@ -51,6 +51,7 @@ fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
         } else {
             vec![cpu_op.to_string()]
         },
+        launch_mix: Vec::new(),
     }
 }
 

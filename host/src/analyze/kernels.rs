@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::analyze::location::Locator;
 use crate::catalog::FamilyRules;
-use crate::report::model::{KernelRow, SiteShare, StageReport};
+use crate::report::model::{KernelRow, LaunchShare, SiteShare, StageReport};
 use crate::trace::event::{Sym, Trace};
 
 /// Sums of durations: i128, so no hostile trace of huge durations can overflow them
@@ -105,6 +105,9 @@ struct RowAccumulator {
     raw_names: Vec<String>,
     site_ns: HashMap<String, SumNs>,
     cpu_op_counts: HashMap<String, u64>,
+    /// GPU time by launch site, then by CPU op ("" for none): the fuse matcher counts
+    /// only the launches whose op a pattern does not exclude.
+    site_op_ns: HashMap<String, HashMap<String, SumNs>>,
 }
 
 #[derive(Clone, Default)]
@@ -219,13 +222,17 @@ fn accumulate_trace(
         if !row.raw_names.iter().any(|r| r == raw) {
             row.raw_names.push(raw.to_string());
         }
-        add_to(
-            &mut row.site_ns,
-            location.unwrap_or(UNRESOLVED),
-            SumNs::from(op.dur),
-        );
+        let location = location.unwrap_or(UNRESOLVED);
+        add_to(&mut row.site_ns, location, SumNs::from(op.dur));
         if let Some(cpu_op) = site.cpu_op {
             add_to(&mut row.cpu_op_counts, trace.name(cpu_op), 1);
+        }
+        if !row.site_op_ns.contains_key(location) {
+            row.site_op_ns.insert(location.to_string(), HashMap::new());
+        }
+        if let Some(ops) = row.site_op_ns.get_mut(location) {
+            let cpu_op = site.cpu_op.map_or("", |c| trace.name(c));
+            add_to(ops, cpu_op, SumNs::from(op.dur));
         }
     }
     // Notes about this trace go to every stage it fed; the split's notes concern
@@ -349,6 +356,21 @@ fn finish_row(
     sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut cpu_ops: Vec<(String, u64)> = row.cpu_op_counts.into_iter().collect();
     cpu_ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut launch_mix = Vec::new();
+    for (site, (location, _)) in sites.iter().enumerate() {
+        let Some(ops) = row.site_op_ns.get(location) else {
+            continue;
+        };
+        let mut ops: Vec<(&String, &SumNs)> = ops.iter().collect();
+        ops.sort();
+        for (op, ns) in ops {
+            launch_mix.push(LaunchShare {
+                site,
+                cpu_op: cpu_ops.iter().position(|(name, _)| name == op),
+                share_pct: percent(*ns, row.total_ns),
+            });
+        }
+    }
     KernelRow {
         family: families.family_of(&name).to_string(),
         gpu_time_us: row.total_ns as f64 / 1000.0,
@@ -363,6 +385,7 @@ fn finish_row(
             })
             .collect(),
         cpu_ops: cpu_ops.into_iter().map(|(op, _)| op).collect(),
+        launch_mix,
         name,
     }
 }
@@ -511,6 +534,22 @@ mod tests {
             ]
         );
         assert_eq!(gemm.cpu_ops, ["aten::mm"]);
+        // Site by CPU op: both sites launched through aten::mm, time as the sites'.
+        assert_eq!(
+            gemm.launch_mix,
+            [
+                LaunchShare {
+                    site: 0,
+                    cpu_op: Some(0),
+                    share_pct: 5_500.0 / 7_000.0 * 100.0
+                },
+                LaunchShare {
+                    site: 1,
+                    cpu_op: Some(0),
+                    share_pct: 1_500.0 / 7_000.0 * 100.0
+                },
+            ]
+        );
         let attention = &r.kernels[1];
         assert_eq!(attention.family, "attention");
         assert_eq!(attention.gpu_time_us, 2.98);

@@ -64,7 +64,8 @@ pub struct Evidence {
     /// `add_rmsnorm_quant_kernel<..., ADD_RESIDUAL=false, ...>` is a plain RMSNorm).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_kernel: Vec<Pattern>,
-    /// A kernel row every CPU op of which one of these matches is not evidence.
+    /// A kernel row every CPU op of which one of these matches is not evidence; in a row
+    /// that mixes them with other ops, only the other ops' launches count.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_cpu_op: Vec<Pattern>,
     /// Launch sites whose location one of these matches are not counted.
@@ -82,11 +83,18 @@ impl Evidence {
     /// leaves out (`not_kernel`, or `not_cpu_op` matching every CPU op it has).
     pub fn excludes_row(&self, name: &FieldText, cpu_ops: &[FieldText]) -> bool {
         self.not_kernel.iter().any(|p| p.matches(name))
-            || (!self.not_cpu_op.is_empty()
-                && !cpu_ops.is_empty()
-                && cpu_ops
-                    .iter()
-                    .all(|op| self.not_cpu_op.iter().any(|p| p.matches(op))))
+            || (!cpu_ops.is_empty() && self.excluded_ops(cpu_ops).len() == cpu_ops.len())
+    }
+
+    /// The indices of `cpu_ops` that `not_cpu_op` leaves out: a row that mixes them with
+    /// other ops counts only the launches of the others.
+    pub fn excluded_ops(&self, cpu_ops: &[FieldText]) -> Vec<usize> {
+        cpu_ops
+            .iter()
+            .enumerate()
+            .filter(|(_, op)| self.not_cpu_op.iter().any(|p| p.matches(op)))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Whether a launch site is left out (`not_location`).

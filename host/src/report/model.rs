@@ -104,6 +104,20 @@ pub struct KernelRow {
     pub python_locations: Vec<SiteShare>,
     /// CPU ops of the same sites, most common first.
     pub cpu_ops: Vec<String>,
+    /// The row's GPU time by launch site and CPU op together, so a matcher can count only
+    /// the launches that belong to a pattern (`analyze::fuse`); not part of the report.
+    #[serde(skip)]
+    pub launch_mix: Vec<LaunchShare>,
+}
+
+/// One (launch site, CPU op) pair of a kernel row and its share of the row's GPU time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchShare {
+    /// Index into the row's `python_locations`.
+    pub site: usize,
+    /// Index into the row's `cpu_ops`; `None` for launches without a CPU op.
+    pub cpu_op: Option<usize>,
+    pub share_pct: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

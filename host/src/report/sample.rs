@@ -26,6 +26,7 @@ pub(super) fn row(
         launches,
         python_locations: Vec::new(),
         cpu_ops: Vec::new(),
+        launch_mix: Vec::new(),
     }
 }
 

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use super::facts::{gate_state, split_ambiguity, GateState, RunFacts};
 use crate::catalog::fusions::{Evidence, Field, FusionRule};
 use crate::catalog::pattern::{FieldText, Pattern};
-use crate::report::model::{KernelRow, SiteShare};
+use crate::report::model::{KernelRow, LaunchShare, SiteShare};
 
 /// What a kernel row offers the matcher: its name, CPU ops and Python locations, the
 /// latter two with hash-like path segments removed.
@@ -24,6 +24,8 @@ pub struct Haystack {
     location_sites: Vec<usize>,
     /// Every index of the kernel row's `python_locations` (unresolved ones included).
     all_sites: Vec<usize>,
+    /// The row's launches by site and CPU op (`KernelRow::launch_mix`).
+    launch_mix: Vec<LaunchShare>,
 }
 
 impl Haystack {
@@ -45,6 +47,7 @@ impl Haystack {
             locations,
             location_sites,
             all_sites: (0..row.python_locations.len()).collect(),
+            launch_mix: row.launch_mix.clone(),
         }
     }
 
@@ -79,11 +82,28 @@ impl Haystack {
                 sites = Some(left);
             }
         }
+        let left_out_ops = evidence.excluded_ops(&self.cpu_ops);
+        if !left_out_ops.is_empty() && !self.launch_mix.is_empty() {
+            // The sites that launched through an op left in; they are what the hit claims.
+            let mut kept: Vec<usize> = self
+                .launch_mix
+                .iter()
+                .filter(|l| sites.as_ref().is_none_or(|s| s.contains(&l.site)))
+                .filter(|l| l.cpu_op.is_none_or(|op| !left_out_ops.contains(&op)))
+                .map(|l| l.site)
+                .collect();
+            kept.dedup();
+            if kept.is_empty() {
+                return None;
+            }
+            sites = Some(kept);
+        }
         Some(Hit {
             row,
             field,
             pattern: pattern.text.clone(),
             sites,
+            left_out_ops,
         })
     }
 
@@ -177,11 +197,17 @@ pub struct Hit {
     /// `same_site_as` group only the sites its anchor group was launched from: a kernel
     /// row aggregates every launch of a name, and only some of them belong to the fusion.
     pub sites: Option<Vec<usize>>,
+    /// CPU ops (indices into the row's `cpu_ops`) whose launches do not count
+    /// (`not_cpu_op`); counted per launch through the row's `launch_mix`.
+    pub left_out_ops: Vec<usize>,
 }
 
 impl Hit {
     /// The part of `row`'s GPU time that this hit counts (1 = all of it).
     pub fn weight(&self, row: &KernelRow) -> f64 {
+        if let Some(launches) = self.counted_launches(row) {
+            return launches.map(|l| l.share_pct / 100.0).sum::<f64>().min(1.0);
+        }
         match &self.sites {
             None => 1.0,
             Some(sites) => sites
@@ -195,6 +221,14 @@ impl Hit {
 
     /// The launch sites this hit counts, as `python_locations` entries of `row`.
     pub(super) fn counted_sites<'k>(&self, row: &'k KernelRow) -> Vec<&'k SiteShare> {
+        if let Some(launches) = self.counted_launches(row) {
+            let mut sites: Vec<usize> = launches.map(|l| l.site).collect();
+            sites.dedup();
+            return sites
+                .into_iter()
+                .filter_map(|i| row.python_locations.get(i))
+                .collect();
+        }
         match &self.sites {
             None => row.python_locations.iter().collect(),
             Some(sites) => sites
@@ -202,6 +236,22 @@ impl Hit {
                 .filter_map(|&i| row.python_locations.get(i))
                 .collect(),
         }
+    }
+
+    /// When some of the row's CPU ops are left out and the row knows its launches by site
+    /// and op: the launches that count (at a counted site, through an op not left out).
+    /// `None` otherwise, and the site shares decide.
+    fn counted_launches<'k>(
+        &'k self,
+        row: &'k KernelRow,
+    ) -> Option<impl Iterator<Item = &'k LaunchShare> + 'k> {
+        if self.left_out_ops.is_empty() || row.launch_mix.is_empty() {
+            return None;
+        }
+        Some(row.launch_mix.iter().filter(move |l| {
+            self.sites.as_ref().is_none_or(|s| s.contains(&l.site))
+                && l.cpu_op.is_none_or(|op| !self.left_out_ops.contains(&op))
+        }))
     }
 }
 

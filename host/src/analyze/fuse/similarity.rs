@@ -278,6 +278,7 @@ mod tests {
                 share_pct: 100.0,
             }],
             cpu_ops: vec!["cudaGraphLaunch".to_string()],
+            launch_mix: Vec::new(),
         }
     }
 

@@ -5,7 +5,7 @@ use super::facts::{gate_state, run_facts, GateState, RunFacts};
 use super::haystack::{is_hash_like, location_without_hashes, parts_hit, without_hashes};
 use super::{fuse_table, model_gate_note, FuseInput};
 use crate::catalog::{parse_fusions, FusionRule};
-use crate::report::model::{KernelRow, SiteShare};
+use crate::report::model::{KernelRow, LaunchShare, SiteShare};
 use crate::trace::event::{PyFrame, Trace};
 
 fn rules(body: &str) -> Vec<FusionRule> {
@@ -36,6 +36,7 @@ fn kernel(name: &str, us: f64, location: &str, op: &str) -> KernelRow {
             share_pct: 100.0,
         }],
         cpu_ops: vec![op.to_string()],
+        launch_mix: Vec::new(),
     }
 }
 
@@ -704,4 +705,52 @@ fn allreduce_rmsnorm_sees_the_inductor_norm_and_is_undecided_on_rocm() {
         "{}",
         row.rationale
     );
+}
+
+#[test]
+fn a_row_mixing_an_excluded_and_an_included_cpu_op_counts_only_the_included_launches() {
+    // AITER's add_rmsnorm_quant_kernel row: 4 us launched by the fused add + RMSNorm op
+    // (from the layer norm), 6 us by the plain aiter::rmsnorm (Qwen3's q/k-norm from
+    // apply_qk_norm). Only the 4 us are residual-add evidence (issue 14 point 4).
+    let body = row_text(
+        "fused-add-rmsnorm",
+        0,
+        "",
+        "[fusion.active]\nkernel = [\"add rmsnorm quant kernel\"]\nnot_cpu_op = ['re:^aiter::rmsnorm$']",
+    );
+    let rules = rules(&body);
+    let mut norm = kernel_at(
+        "void aiter::add_rmsnorm_quant_kernel<bf16>",
+        10.0,
+        "aiter::rmsnorm2d_fwd_with_add",
+        &[
+            ("models/qwen3.py:88 apply_qk_norm", 60.0),
+            ("layers/layernorm.py:20 forward", 40.0),
+        ],
+    );
+    norm.cpu_ops.push("aiter::rmsnorm".to_string());
+    norm.launch_mix = vec![
+        LaunchShare {
+            site: 0,
+            cpu_op: Some(1),
+            share_pct: 60.0,
+        },
+        LaunchShare {
+            site: 1,
+            cpu_op: Some(0),
+            share_pct: 40.0,
+        },
+    ];
+    let facts = RunFacts::default();
+    let mut fuse_input = input(&facts);
+    fuse_input.min_share_pct = 0.0;
+    let rows = fuse_table(&rules, &[norm], 100.0, &fuse_input);
+    assert_eq!(rows.len(), 1);
+    assert!(
+        (rows[0].related_gpu_time_us - 4.0).abs() < 1e-9,
+        "{:?}",
+        rows[0]
+    );
+    assert!((rows[0].evidence[0].share_pct - 4.0).abs() < 1e-9);
+    assert_eq!(rows[0].python_locations, ["layers/layernorm.py:20 forward"]);
 }
