@@ -235,3 +235,52 @@ fn broken_rows_are_refused_naming_the_source_and_row() {
         "y/torch.toml: row torch.inductor-rmsnorm: subsumes \"torch.nope\", which no loaded row has as id"
     );
 }
+
+/// Issue 14 point 2: a row whose fused path can exist on one platform only is gated to it,
+/// so it never says "did not fire" on the other. What a cited path shows decides: the
+/// engine TensorRT-LLM and CUDA-only kernel trees (`thirdparty/cuda`, CuTe DSL,
+/// `tokenspeed-mla`, TMA/PDL kernels ported from TensorRT-LLM) are CUDA; AITER and
+/// `rocm` files are ROCm (or `split_ambiguous_on = ["rocm"]` where both platforms have it).
+#[test]
+fn platform_only_fused_paths_carry_a_devices_gate() {
+    let cuda_paths = [
+        "/thirdparty/cuda/",
+        "/cute_dsl/",
+        "tokenspeed-mla/",
+        "gpt_oss_router_gemm",
+        "dsv3_router_gemm",
+        "dsv3_fused_a_gemm",
+        "minimax_reduce_rms",
+    ];
+    let rocm_paths = ["rocm", "aiter"];
+    // Rows that cite an AITER file next to the engine's own CUDA path: the fused path
+    // exists on both (SGLang's fused add + RMSNorm is sgl-kernel/FlashInfer on CUDA and
+    // AITER's add_rmsnorm on ROCm).
+    const BOTH_PLATFORMS: [&str; 1] = ["sglang.fused-add-rmsnorm"];
+    let mut missing = Vec::new();
+    for rule in catalog() {
+        let gate = &rule.gate;
+        let cited = rule.checked_against.join(" ").to_ascii_lowercase();
+        let want = if rule.origin == "trtllm" || cuda_paths.iter().any(|p| cited.contains(p)) {
+            Some("cuda")
+        } else if rocm_paths.iter().any(|p| cited.contains(p)) {
+            Some("rocm")
+        } else {
+            None
+        };
+        let Some(want) = want else { continue };
+        let gated = gate.devices == [want]
+            || (want == "rocm" && !gate.split_ambiguous_on.is_empty())
+            || BOTH_PLATFORMS.contains(&rule.id.as_str());
+        if !gated {
+            missing.push(format!(
+                "{} (wants {want}, has {:?})",
+                rule.id, gate.devices
+            ));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "rows without their platform gate: {missing:#?}"
+    );
+}
