@@ -373,7 +373,7 @@ impl Writer<'_> {
             self.launch_layers(label, step, &ops);
             if self.spec.logits_all_gather {
                 // vLLM computes logits outside its CUDA graphs, so only eager steps.
-                self.launch(label, step, &crate::engines::logits_all_gather());
+                self.launch(label, step, &engines::logits_all_gather());
             }
         }
         while !self.open.is_empty() {
