@@ -238,15 +238,16 @@ fn broken_rows_are_refused_naming_the_source_and_row() {
 
 /// Issue 14 point 2: a row whose fused path can exist on one platform only is gated to it,
 /// so it never says "did not fire" on the other. What a cited path shows decides: the
-/// engine TensorRT-LLM and CUDA-only kernel trees (`thirdparty/cuda`, CuTe DSL,
-/// `tokenspeed-mla`, TMA/PDL kernels ported from TensorRT-LLM) are CUDA; AITER and
+/// engine TensorRT-LLM and CUDA-only kernel trees (`thirdparty/cuda`, CuTe DSL such as
+/// TokenSpeed's MLA decode, TMA/PDL kernels ported from TensorRT-LLM) are CUDA; AITER and
 /// `rocm` files are ROCm (or `split_ambiguous_on = ["rocm"]` where both platforms have it).
 #[test]
 fn platform_only_fused_paths_carry_a_devices_gate() {
     let cuda_paths = [
         "/thirdparty/cuda/",
         "/cute_dsl/",
-        "tokenspeed-mla/",
+        // The CuTe DSL MLA kernels; the package's KV pack + FP8 quant is Triton (both).
+        "tokenspeed_mla/mla_decode",
         "gpt_oss_router_gemm",
         "dsv3_router_gemm",
         "dsv3_fused_a_gemm",
