@@ -73,7 +73,8 @@ fn open_ancestor(dir: &Path) -> Option<std::path::PathBuf> {
     })
 }
 
-fn effective_uid() -> u32 {
+/// The user llm-triage runs as, for ownership checks.
+pub(crate) fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
