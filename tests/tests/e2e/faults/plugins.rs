@@ -520,6 +520,13 @@ fn install_never_copies_a_world_writable_mode() {
     assert_eq!(mode, 0o755, "installed as {mode:o}");
 }
 
+/// Variables to set, variables to remove, and the warning that must follow.
+type EnvCase = (
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+    String,
+);
+
 #[test]
 fn relative_plugin_paths_and_a_relative_home_never_load_from_the_current_directory() {
     // The current directory holds a plugin under both relative spellings.
@@ -534,7 +541,7 @@ fn relative_plugin_paths_and_a_relative_home_never_load_from_the_current_directo
     }
     let work = tempfile::tempdir().unwrap();
     let trace = valid_trace(work.path());
-    let cases: [(&[(&str, &str)], &[&str], String); 3] = [
+    let cases: [EnvCase; 3] = [
         (
             &[("LLM_TRIAGE_PLUGIN_PATH", "relative/dir")],
             &["XDG_DATA_HOME"],
