@@ -296,10 +296,18 @@ fn input_infos(set: &TraceSet, traces: &[Trace]) -> Vec<InputInfo> {
 
 /// Loads every plugin on the search path; with none usable there is nothing to do.
 pub(crate) fn load_plugins(cli_dirs: &[PathBuf]) -> Result<PluginSet> {
-    let dirs = plugins::search_dirs(cli_dirs);
-    let set = plugins::load_all(&dirs);
+    let search = plugins::search_dirs(cli_dirs);
+    let set = plugins::load_search_path(&search);
+    // Said once here, and again in the report's notes (`plugin_notes`).
+    for warning in &set.warnings {
+        eprintln!("llm-triage: warning: {warning}");
+    }
     if set.engines.is_empty() {
-        let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        let searched: Vec<String> = search
+            .dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
         return Err(TriageError::plugin(
             "(none)",
             format!(

@@ -25,11 +25,18 @@ pub(crate) const PROBES: [&str; 5] = [
 /// Probes of the control URL (TokenSpeed's sidecar serves these itself).
 pub(crate) const CONTROL_PROBES: [&str; 2] = ["/get_server_info", "/health"];
 
-/// An answer: status and body text.
+/// The most a probe, tokenizer or profiler-control answer may hold: they are a few KB
+/// (an endless `/server_info` once grew to 4.6 GB in the probe window).
+pub(crate) const SMALL_BODY_LIMIT: usize = 1 << 20;
+/// The most a generation answer may hold (`--probe-max-new-tokens` of text is far less).
+pub(crate) const GENERATE_BODY_LIMIT: usize = 64 << 20;
+
+/// An answer: status, body text, and where a redirect (never followed) pointed.
 #[derive(Clone, Debug)]
 pub(crate) struct Answer {
     pub status: u16,
     pub body: String,
+    pub location: Option<String>,
 }
 
 impl Answer {
@@ -43,19 +50,26 @@ pub(crate) fn base(url: &str) -> String {
     url.trim().trim_end_matches('/').to_string()
 }
 
+/// The client of every capture request. Redirects are not followed: a server's answer
+/// picks the engine and the model, so it must be this server's answer, not that of
+/// whichever host it points to.
 pub(crate) fn client() -> Result<reqwest::Client, TriageError> {
     reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| TriageError::Capture(format!("cannot start the HTTP client: {e}")))
 }
 
-/// Sends one request. `Err` is a failure to get any answer, worded for a message.
+/// Sends one request and reads at most `limit` bytes of the answer (`timeout` covers
+/// the whole exchange, body included). `Err` is a failure to get an answer, or one
+/// larger than `limit`, worded for a message.
 pub(crate) async fn send(
     client: &reqwest::Client,
     method: HttpMethod,
     url: &str,
     body: Option<&str>,
     timeout: Duration,
+    limit: usize,
 ) -> Result<Answer, String> {
     let mut request = match method {
         HttpMethod::Get => client.get(url),
@@ -67,10 +81,35 @@ pub(crate) async fn send(
             .header("content-type", "application/json")
             .body(body.to_string());
     }
-    let response = request.send().await.map_err(|e| describe(&e, timeout))?;
+    let mut response = request.send().await.map_err(|e| describe(&e, timeout))?;
     let status = response.status().as_u16();
-    let body = response.text().await.map_err(|e| describe(&e, timeout))?;
-    Ok(Answer { status, body })
+    let location = response
+        .status()
+        .is_redirection()
+        .then(|| response.headers().get(reqwest::header::LOCATION))
+        .flatten()
+        .map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| describe(&e, timeout))? {
+        if bytes.len() + chunk.len() > limit {
+            // Dropping the response closes the connection: nothing more is read.
+            return Err(format!(
+                "HTTP {status}, an answer larger than {}; read no further",
+                size(limit)
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Answer {
+        status,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+        location,
+    })
+}
+
+/// `1 MiB`, `64 MiB`.
+fn size(bytes: usize) -> String {
+    format!("{} MiB", bytes >> 20)
 }
 
 fn describe(e: &reqwest::Error, timeout: Duration) -> String {
@@ -108,8 +147,15 @@ pub(crate) fn failure(method: HttpMethod, url: &str, step: &str, what: &str) -> 
     TriageError::Capture(format!("{} {url} ({step}): {what}", method.as_str()))
 }
 
-/// `HTTP <status>: <first line of the body>`.
+/// `HTTP <status>: <first line of the body>`; a redirect says where to, and that it was
+/// not followed.
 pub(crate) fn status_text(answer: &Answer) -> String {
+    if let Some(location) = &answer.location {
+        return format!(
+            "HTTP {}, a redirect to {location} (not followed)",
+            answer.status
+        );
+    }
     let body = snippet(&answer.body);
     if body.is_empty() {
         format!("HTTP {} (empty body)", answer.status)
@@ -138,12 +184,41 @@ pub(crate) fn accepted(call: &HttpCall, answer: &Answer) -> bool {
             .any(|a| a.status == answer.status && answer.body.contains(a.body_contains.as_str()))
 }
 
-/// GETs every probe path at once. A probe that gets no answer has status 0.
+/// What the probes found, and one line per probe whose answer was not used as sent: a
+/// redirect (not followed) or an answer over [`SMALL_BODY_LIMIT`].
+pub(crate) struct Probed {
+    pub evidence: EndpointEvidence,
+    pub notes: Vec<String>,
+}
+
+impl Probed {
+    /// `err` with the first probe note appended (a refusal made on probes a server
+    /// redirected says where to), still one line.
+    pub(crate) fn explain(&self, err: TriageError) -> TriageError {
+        let Some(first) = self.notes.first() else {
+            return err;
+        };
+        let more = match self.notes.len() - 1 {
+            0 => String::new(),
+            n => format!(" (+{n} more)"),
+        };
+        match err {
+            TriageError::FrameworkRefused(m) => {
+                TriageError::FrameworkRefused(format!("{m}; {first}{more}"))
+            }
+            TriageError::Capture(m) => TriageError::Capture(format!("{m}; {first}{more}")),
+            other => other,
+        }
+    }
+}
+
+/// GETs every probe path at once. A probe that gets no answer, or one over
+/// [`SMALL_BODY_LIMIT`], has status 0; a redirect keeps its status and an empty body.
 pub(crate) async fn gather_evidence(
     client: &reqwest::Client,
     url: &str,
     control_url: Option<&str>,
-) -> EndpointEvidence {
+) -> Probed {
     let base_url = base(url);
     let control = control_url.map(base);
     let mut targets: Vec<(String, bool)> = PROBES.iter().map(|p| (p.to_string(), false)).collect();
@@ -161,16 +236,41 @@ pub(crate) async fn gather_evidence(
             };
             let full = format!("{root}{path}");
             let client = client.clone();
-            tokio::spawn(
-                async move { send(&client, HttpMethod::Get, &full, None, PROBE_TIMEOUT).await },
-            )
+            tokio::spawn(async move {
+                let answer = send(
+                    &client,
+                    HttpMethod::Get,
+                    &full,
+                    None,
+                    PROBE_TIMEOUT,
+                    SMALL_BODY_LIMIT,
+                )
+                .await;
+                (full, answer)
+            })
         })
         .collect();
     let mut answers = Vec::with_capacity(handles.len());
+    let mut notes = Vec::new();
     for handle in handles {
-        answers.push(handle.await.unwrap_or_else(|e| Err(e.to_string())));
+        let answer = match handle.await {
+            Ok((full, answer)) => {
+                match &answer {
+                    Err(why) if why.contains("read no further") => {
+                        notes.push(format!("GET {full}: {why}, taken as no answer"));
+                    }
+                    Ok(a) if a.location.is_some() => {
+                        notes.push(format!("GET {full}: {}", status_text(a)));
+                    }
+                    _ => {}
+                }
+                answer
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        answers.push(answer);
     }
-    EndpointEvidence {
+    let evidence = EndpointEvidence {
         base_url: base_url.as_str().into(),
         control_url: control.unwrap_or_default().as_str().into(),
         probes: targets
@@ -189,7 +289,8 @@ pub(crate) async fn gather_evidence(
                 }
             })
             .collect(),
-    }
+    };
+    Probed { evidence, notes }
 }
 
 /// `[/server_info: 404, /v1/models: 200, /readiness: no answer]`.

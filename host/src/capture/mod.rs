@@ -13,6 +13,7 @@
 //! * [`plan`]: `capture-plan`, the protocol printed instead of run.
 //! * [`probe`](mod@probe): `probe`, a smoke test of a running server.
 
+pub(crate) mod capture_dir;
 pub(crate) mod http;
 pub(crate) mod interrupt;
 pub(crate) mod options;

@@ -31,11 +31,15 @@ pub(crate) fn capture_plan_text(
         Some(u) => {
             let rt = run::runtime()?;
             let client = http::client()?;
-            rt.block_on(http::gather_evidence(
+            let probed = rt.block_on(http::gather_evidence(
                 &client,
                 u,
                 capture.control_url.as_deref(),
-            ))
+            ));
+            for note in &probed.notes {
+                eprintln!("llm-triage: warning: {note}");
+            }
+            probed.evidence
         }
         None => llm_triage_plugin_api::EndpointEvidence::default(),
     };

@@ -47,11 +47,15 @@ pub(crate) fn probe(
     let rt = run::runtime()?;
     let client = http::client()?;
     let url = http::base(&request.url);
-    let evidence = rt.block_on(http::gather_evidence(
+    let probed = rt.block_on(http::gather_evidence(
         &client,
         &url,
         request.control_url.as_deref(),
     ));
+    for note in &probed.notes {
+        eprintln!("llm-triage: warning: {note}");
+    }
+    let evidence = &probed.evidence;
     if evidence
         .probes
         .iter()
@@ -62,7 +66,8 @@ pub(crate) fn probe(
             "cannot reach {url} (every probe went unanswered)"
         )));
     }
-    let (engine, _) = run::choose_engine(plugins, &request.framework, &evidence)?;
+    let (engine, _) =
+        run::choose_engine(plugins, &request.framework, evidence).map_err(|e| probed.explain(e))?;
     let legacy = llm_triage_plugin_api::CaptureRequest {
         workload: Workload::Legacy,
         output_dir: "/".into(),
@@ -75,11 +80,11 @@ pub(crate) fn probe(
         start_step: None.into(),
         guard_step: None.into(),
     };
-    let mut plan = engine.capture_plan(&legacy, &evidence)?;
+    let mut plan = engine.capture_plan(&legacy, evidence)?;
     // A smoke probe wants natural answers: stop at EOS like a user request would.
     plan.ignore_eos = false;
     plan.min_tokens = false;
-    let model = run::model_id(&evidence);
+    let model = run::model_id(evidence);
     let prompts: Vec<String> = if request.prompts.is_empty() {
         [
             "Introduce Shanghai in one short sentence.",
@@ -115,6 +120,7 @@ pub(crate) fn probe(
             &full,
             Some(&body.to_string()),
             generator.timeout,
+            http::GENERATE_BODY_LIMIT,
         ));
         let latency = started.elapsed().as_secs_f64();
         let outcome = match answer {

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use llm_triage_plugin_api::{CapturePlan, CaptureRequest, EndpointEvidence, HttpCall, Workload};
 
+use super::capture_dir;
 use super::http::{self, Answer};
 use super::interrupt;
 use super::options::Options;
@@ -134,7 +135,8 @@ pub(crate) fn capture(
     interrupt::install();
     let url = http::base(&target.url);
     let control = args.control_url.as_deref().map(http::base);
-    let evidence = rt.block_on(http::gather_evidence(&client, &url, control.as_deref()));
+    let probed = rt.block_on(http::gather_evidence(&client, &url, control.as_deref()));
+    let evidence = &probed.evidence;
     if evidence
         .probes
         .iter()
@@ -148,6 +150,7 @@ pub(crate) fn capture(
                 &format!("{url}/v1/models"),
                 None,
                 http::PROBE_TIMEOUT,
+                http::SMALL_BODY_LIMIT,
             ))
             .err()
             .unwrap_or_else(|| "no answer".to_string());
@@ -155,33 +158,34 @@ pub(crate) fn capture(
             "cannot reach {url}: GET {url}/v1/models: {why}"
         )));
     }
-    let (engine, decided_by) = choose_engine(plugins, framework, &evidence)?;
+    let (engine, decided_by) =
+        choose_engine(plugins, framework, evidence).map_err(|e| probed.explain(e))?;
     let mut notes = vec![format!("captured live from {url}; engine {decided_by}")];
-    let model = model_id(&evidence);
+    notes.extend(probed.notes.iter().cloned());
+    let model = model_id(evidence);
 
     let stages = args.workloads.in_order();
     // The first plan says whether the server writes into a dir of its own choosing.
     let probe_plan =
-        engine.capture_plan(&request(args, target, stages[0], Path::new("/")), &evidence)?;
+        engine.capture_plan(&request(args, target, stages[0], Path::new("/")), evidence)?;
     let server_dir = probe_plan.traces.server_owned_dir;
     let out = match (&target.output_dir, server_dir) {
-        (Some(dir), _) => std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+        (Some(dir), _) => {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+            capture_dir::check_given(&dir, server_dir)?;
+            dir
+        }
         (None, true) => {
             return Err(TriageError::Usage(format!(
                 "{} live capture needs --output-dir: the directory the server writes its traces to, as seen from this machine",
                 engine.manifest.display_name
             )))
         }
-        (None, false) => std::env::temp_dir().join(format!("llm-triage-capture-{}", unique())),
+        (None, false) => capture_dir::fresh()?,
     };
-    if out.is_file() {
-        return Err(TriageError::Usage(format!(
-            "--output-dir {} is a file; pass a directory",
-            out.display()
-        )));
-    }
     let root = out.join(format!("capture-{}", unique()));
-    std::fs::create_dir_all(&root)
+    std::fs::create_dir_all(&out)
+        .and_then(|()| std::fs::create_dir(&root))
         .map_err(|e| TriageError::Capture(format!("cannot create {}: {e}", root.display())))?;
 
     let timeout = Duration::from_secs_f64(args.request_timeout);
@@ -201,7 +205,7 @@ pub(crate) fn capture(
         } else {
             stage_dir.clone()
         };
-        let plan = engine.capture_plan(&request(args, target, workload, &target_dir), &evidence)?;
+        let plan = engine.capture_plan(&request(args, target, workload, &target_dir), evidence)?;
         notes.extend(
             plan.notes
                 .iter()
@@ -211,7 +215,7 @@ pub(crate) fn capture(
         {
             return Err(TriageError::Capture(format!(
                 "GET {url}/v1/models (model discovery): no model id in the answer ({})",
-                http::probe_summary(&evidence)
+                http::probe_summary(evidence)
             )));
         }
         let shape = workload::shape(workload, &shape_flags(args));
@@ -322,7 +326,7 @@ pub(crate) fn capture(
             wait::move_into(&files, &stage_dir)?;
         }
     }
-    write_server_args(&root, engine, &evidence, &probe_plan, model.as_deref())?;
+    write_server_args(&root, engine, evidence, &probe_plan, model.as_deref())?;
     if let Some(why) = &tokenizer_failed {
         notes.push(format!("prompt lengths are in words, not tokens: {why}"));
     } else if probe_plan.tokenize_path.is_empty() {
@@ -373,12 +377,19 @@ async fn control_call(
     };
     let full = format!("{root}{}", call.path);
     let body = call.body.as_ref().map(|b| b.as_str()).into_option();
-    let answer: Answer = http::send(client, call.method, &full, body, timeout)
-        .await
-        .map_err(|why| CallFailed {
-            error: http::failure(call.method, &full, step, &why),
-            unanswered: true,
-        })?;
+    let answer: Answer = http::send(
+        client,
+        call.method,
+        &full,
+        body,
+        timeout,
+        http::SMALL_BODY_LIMIT,
+    )
+    .await
+    .map_err(|why| CallFailed {
+        error: http::failure(call.method, &full, step, &why),
+        unanswered: true,
+    })?;
     if http::accepted(call, &answer) {
         return Ok(Started::Yes);
     }

@@ -177,6 +177,7 @@ impl Generator<'_> {
             &url,
             Some(&body.to_string()),
             self.timeout,
+            http::SMALL_BODY_LIMIT,
         )
         .await?;
         if !answer.ok() {
@@ -211,6 +212,7 @@ impl Generator<'_> {
             &url,
             Some(&body.to_string()),
             self.timeout,
+            http::GENERATE_BODY_LIMIT,
         )
         .await
         .map_err(|why| http::failure(HttpMethod::Post, &url, step, &why))?;

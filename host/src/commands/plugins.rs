@@ -9,7 +9,11 @@ use crate::output::print_stdout;
 use crate::plugins;
 
 pub fn exec(command: &PluginsCommand, global: &GlobalArgs) -> Result<()> {
-    let dirs = plugins::search_dirs(&global.plugin_dirs);
+    let search = plugins::search_dirs(&global.plugin_dirs);
+    for warning in &search.warnings {
+        eprintln!("llm-triage: warning: {warning}");
+    }
+    let dirs = search.dirs;
     let text = match command {
         PluginsCommand::List => plugins::list(&dirs)?,
         PluginsCommand::Info { name } => plugins::info(&dirs, name)?,

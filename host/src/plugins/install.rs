@@ -14,22 +14,39 @@ use crate::error::TriageError;
 use crate::output;
 
 /// `$XDG_DATA_HOME/llm-triage/plugins`, or `~/.local/share/llm-triage/plugins`. A relative
-/// `XDG_DATA_HOME` is ignored, as the XDG spec says.
+/// `XDG_DATA_HOME` or `HOME` is ignored (the XDG spec says so for the first; both would
+/// make plugins load from the current directory); [`user_plugin_dir_from`] says so.
 pub fn user_plugin_dir() -> Option<PathBuf> {
     user_plugin_dir_from(
         std::env::var_os("XDG_DATA_HOME").map(PathBuf::from),
         std::env::var_os("HOME").map(PathBuf::from),
     )
+    .0
 }
 
+/// The user plugin dir from these variables, and a warning for each relative one ignored.
 pub(crate) fn user_plugin_dir_from(
     xdg_data_home: Option<PathBuf>,
     home: Option<PathBuf>,
-) -> Option<PathBuf> {
-    let data = xdg_data_home
-        .filter(|d| d.is_absolute())
-        .or_else(|| home.map(|h| h.join(".local").join("share")))?;
-    Some(data.join("llm-triage").join("plugins"))
+) -> (Option<PathBuf>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut absolute = |name: &str, dir: Option<PathBuf>| {
+        let dir = dir.filter(|d| !d.as_os_str().is_empty())?;
+        if dir.is_absolute() {
+            return Some(dir);
+        }
+        warnings.push(format!(
+            "ignored {name}={:?} for the user plugin directory: not an absolute path, so plugins would load from the current directory",
+            dir.display().to_string()
+        ));
+        None
+    };
+    let xdg = absolute("XDG_DATA_HOME", xdg_data_home);
+    let data = match xdg {
+        Some(d) => Some(d),
+        None => absolute("HOME", home).map(|h| h.join(".local").join("share")),
+    };
+    (data.map(|d| d.join("llm-triage").join("plugins")), warnings)
 }
 
 /// The file name a plugin named `name` is installed under.
@@ -121,27 +138,23 @@ pub fn install(file: &Path, force: bool, user_dir: &Path) -> Result<String, Tria
     Ok(text)
 }
 
-/// Removes the plugin named `name` (or one of its aliases) from `user_dir`.
+/// Removes the plugin named `name` (or one of its aliases) from `user_dir`. A file
+/// under the canonical name is removed without loading anything, so a broken plugin
+/// (one that would crash the loader) can always be removed; only a name that matches no
+/// file is looked up among the loaded plugins' names and aliases.
 pub fn remove(name: &str, user_dir: &Path) -> Result<String, TriageError> {
-    let installed = load_all(&[user_dir.to_path_buf()]);
-    let mut paths: Vec<PathBuf> = installed
-        .find(name)
-        .map(|e| vec![e.path.clone()])
-        .unwrap_or_default();
-    // A broken file under the canonical name can be removed too.
-    if let Ok(files) = candidate_files(user_dir) {
-        let stem = format!("{FILE_MARKER}_{}.", name.trim().replace('-', "_"));
-        for f in files {
-            let matches = f
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(&stem));
-            if matches && !paths.contains(&f) {
-                paths.push(f);
-            }
-        }
+    let mut paths = files_named(name, user_dir);
+    let mut installed = None;
+    if paths.is_empty() {
+        let set = load_all(&[user_dir.to_path_buf()]);
+        paths.extend(set.find(name).map(|e| e.path.clone()));
+        installed = Some(set);
     }
     if paths.is_empty() {
-        let present: Vec<&str> = installed.engines.iter().map(|e| e.name()).collect();
+        let present: Vec<&str> = installed
+            .iter()
+            .flat_map(|set| set.engines.iter().map(|e| e.name()))
+            .collect();
         return Err(TriageError::Usage(format!(
             "no plugin named {:?} in the user plugin dir {} (installed there: {}); plugins \
              elsewhere on the search path are not removed by llm-triage",
@@ -163,6 +176,19 @@ pub fn remove(name: &str, user_dir: &Path) -> Result<String, TriageError> {
     Ok(text)
 }
 
+/// The candidate files of `user_dir` under the canonical name of plugin `name`.
+fn files_named(name: &str, user_dir: &Path) -> Vec<PathBuf> {
+    let stem = format!("{FILE_MARKER}_{}.", name.trim().replace('-', "_"));
+    candidate_files(user_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| {
+            f.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(&stem))
+        })
+        .collect()
+}
+
 /// Semver order of two plugin versions; `None` when either does not parse.
 fn compare_versions(new: &str, old: &str) -> Option<std::cmp::Ordering> {
     let new = semver::Version::parse(new).ok()?;
@@ -170,11 +196,20 @@ fn compare_versions(new: &str, old: &str) -> Option<std::cmp::Ordering> {
     Some(new.cmp(&old))
 }
 
+/// The mode every installed plugin gets, whatever the source's: the owner may replace
+/// it, everyone may run it, nobody else may write it (`std::fs::copy` would carry a
+/// 0777 source's mode over).
+pub(crate) const INSTALLED_MODE: u32 = 0o755;
+
 /// Copies through a temporary file in the target's directory and renames it into place
 /// ([`output::replace_atomically`]), so a running host never sees a half-written plugin.
 fn copy_atomically(from: &Path, to: &Path) -> Result<(), TriageError> {
-    output::replace_atomically(to, |tmp| std::fs::copy(from, tmp).map(drop))
-        .map_err(|e| TriageError::input(to, format!("cannot install plugin: {e}")))
+    use std::os::unix::fs::PermissionsExt;
+    output::replace_atomically(to, |tmp| {
+        std::fs::copy(from, tmp)?;
+        std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(INSTALLED_MODE))
+    })
+    .map_err(|e| TriageError::input(to, format!("cannot install plugin: {e}")))
 }
 
 #[cfg(test)]
@@ -186,13 +221,21 @@ mod tests {
         let home = Some(PathBuf::from("/home/u"));
         assert_eq!(
             user_plugin_dir_from(Some("/data".into()), home.clone()),
-            Some(PathBuf::from("/data/llm-triage/plugins"))
+            (Some(PathBuf::from("/data/llm-triage/plugins")), vec![])
         );
+        let (dir, warnings) = user_plugin_dir_from(Some("relative".into()), home.clone());
         assert_eq!(
-            user_plugin_dir_from(Some("relative".into()), home.clone()),
+            dir,
             Some(PathBuf::from("/home/u/.local/share/llm-triage/plugins"))
         );
-        assert_eq!(user_plugin_dir_from(None, None), None);
+        assert!(warnings[0].starts_with("ignored XDG_DATA_HOME=\"relative\" "));
+        let (dir, warnings) = user_plugin_dir_from(None, Some(".".into()));
+        assert_eq!(dir, None);
+        assert!(
+            warnings[0].starts_with("ignored HOME=\".\" "),
+            "{warnings:?}"
+        );
+        assert_eq!(user_plugin_dir_from(None, None), (None, vec![]));
     }
 
     #[test]

@@ -16,7 +16,8 @@ use llm_triage_plugin_api::baseline::{
 };
 use llm_triage_plugin_api::{FrameworkPluginRef, PLUGIN_API_VERSION};
 
-use super::install::user_plugin_dir;
+use super::install::user_plugin_dir_from;
+use super::{library_file, trust};
 use super::{CapabilityCell, Engine, EngineManifest, UpstreamRef};
 
 /// Only files whose name contains this are opened, so the host never dlopens an
@@ -66,23 +67,41 @@ pub fn normalize_name(name: &str) -> String {
     name.trim().to_lowercase().replace('_', "-")
 }
 
+/// The directories searched for plugins, and what was left out of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SearchPath {
+    /// In priority order, absolute, without duplicates.
+    pub dirs: Vec<PathBuf>,
+    /// One line per relative entry ignored (they would make plugins load from the
+    /// current directory).
+    pub warnings: Vec<String>,
+}
+
 /// The directories searched for plugins, in priority order (the first file with a given
 /// plugin name wins): every `--plugin-dir`, the entries of `$LLM_TRIAGE_PLUGIN_PATH`,
 /// the user plugin dir (`$XDG_DATA_HOME/llm-triage/plugins`, default
 /// `~/.local/share/llm-triage/plugins`), and the running executable's own directory (so a
 /// freshly built `target/<profile>/llm-triage` finds the plugins built beside it). Never
-/// the current directory. Duplicates are dropped; missing directories are kept (doctor
-/// reports them).
-pub fn search_dirs(cli_dirs: &[PathBuf]) -> Vec<PathBuf> {
+/// the current directory: a relative entry of the variable, or a relative `HOME` or
+/// `XDG_DATA_HOME`, is ignored with a warning (a `--plugin-dir` typed on the command line
+/// is taken from the current directory, as the user asked). Duplicates are dropped;
+/// missing directories are kept (doctor reports them).
+pub fn search_dirs(cli_dirs: &[PathBuf]) -> SearchPath {
     let exe_dir = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(Path::to_path_buf));
-    search_dirs_from(
+    let (user_dir, user_warnings) = user_plugin_dir_from(
+        std::env::var_os("XDG_DATA_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(PathBuf::from),
+    );
+    let mut search = search_dirs_from(
         cli_dirs,
         std::env::var_os("LLM_TRIAGE_PLUGIN_PATH"),
-        user_plugin_dir(),
+        user_dir,
         exe_dir,
-    )
+    );
+    search.warnings.extend(user_warnings);
+    search
 }
 
 /// [`search_dirs`] with the environment passed in.
@@ -91,24 +110,35 @@ pub fn search_dirs_from(
     env_path: Option<OsString>,
     user_dir: Option<PathBuf>,
     exe_dir: Option<PathBuf>,
-) -> Vec<PathBuf> {
+) -> SearchPath {
+    let mut warnings = Vec::new();
     // An empty entry in a PATH-like variable means the current directory: skipped.
     let from_env: Vec<PathBuf> = env_path
         .map(|p| {
             std::env::split_paths(&p)
                 .filter(|d| !d.as_os_str().is_empty())
+                .filter(|d| {
+                    let absolute = d.is_absolute();
+                    if !absolute {
+                        warnings.push(format!(
+                            "ignored the relative entry {:?} of LLM_TRIAGE_PLUGIN_PATH: plugin directories must be absolute paths, or plugins would load from the current directory",
+                            d.display().to_string()
+                        ));
+                    }
+                    absolute
+                })
                 .collect()
         })
         .unwrap_or_default();
-    let all = cli_dirs
+    let cli = cli_dirs
         .iter()
-        .cloned()
-        .chain(from_env)
-        .chain(user_dir)
-        .chain(exe_dir)
-        .map(|d| std::path::absolute(&d).unwrap_or(d));
+        .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()));
+    let all = cli.chain(from_env).chain(user_dir).chain(exe_dir);
     let mut seen = HashSet::new();
-    all.filter(|d| seen.insert(identity(d))).collect()
+    SearchPath {
+        dirs: all.filter(|d| seen.insert(identity(d))).collect(),
+        warnings,
+    }
 }
 
 /// The files in `dir` the host will try to load, sorted by name.
@@ -136,8 +166,17 @@ pub fn is_library(path: &Path) -> bool {
         .is_some_and(|e| LIBRARY_EXTENSIONS.contains(&e))
 }
 
+/// Loads every plugin of `search`: [`load_all`] of its directories, with the search
+/// path's own warnings first.
+pub fn load_search_path(search: &SearchPath) -> PluginSet {
+    let mut set = load_all(&search.dirs);
+    set.warnings.splice(0..0, search.warnings.iter().cloned());
+    set
+}
+
 /// Loads every candidate file of `dirs`, in order. Never fails: a file that cannot be
-/// used lands in `rejected` with its reason; a missing directory is skipped.
+/// used lands in `rejected` with its reason; a missing directory is skipped. Files and
+/// directories others could have written are warned about ([`trust`]) and still load.
 pub fn load_all(dirs: &[PathBuf]) -> PluginSet {
     let mut set = PluginSet::default();
     let mut opened = HashSet::new();
@@ -145,14 +184,13 @@ pub fn load_all(dirs: &[PathBuf]) -> PluginSet {
         let Ok(files) = candidate_files(dir) else {
             continue;
         };
-        if let Some(warning) = writable_by_all(dir) {
-            set.warnings.push(warning);
-        }
+        set.warnings.extend(trust::directory_warnings(dir));
         for path in files {
             // The same file reached twice (a symlinked dir, a dir listed twice) is one plugin.
             if !opened.insert(identity(&path)) {
                 continue;
             }
+            set.warnings.extend(trust::file_warning(&path));
             match load_file(&path) {
                 Ok(engine) => match name_clash(&set, &engine) {
                     Some(reason) => set.rejected.push(Rejected { path, reason }),
@@ -165,22 +203,12 @@ pub fn load_all(dirs: &[PathBuf]) -> PluginSet {
     set
 }
 
-/// A warning when any user may write to `dir`: whoever can put a file there runs native
-/// code as the user of llm-triage.
-pub fn writable_by_all(dir: &Path) -> Option<String> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(dir).ok()?.permissions().mode();
-    (mode & 0o002 != 0).then(|| {
-        format!(
-            "plugin directory {} is writable by every user: anyone can put a library there that llm-triage then runs as you; `chmod o-w` it",
-            dir.display()
-        )
-    })
-}
-
-/// Opens one plugin file and checks it: abi_stable header, plugin-API version, type
+/// Opens one plugin file and checks it: its structure (before it is mapped, see
+/// [`library_file`]), abi_stable header, plugin-API version, type
 /// layout, manifest. The error is a one-line reason.
 pub fn load_file(path: &Path) -> Result<Engine, String> {
+    // Never map a file whose segments run past its end: that is a SIGBUS, not an error.
+    library_file::check(path).map_err(|why| format!("not a loadable plugin library: {why}"))?;
     let header = lib_header_from_path(path)
         .map_err(|e| format!("not a loadable plugin library: {}", tail(&e.to_string())))?;
     let plugin_api = header.version_strings().version.as_str().to_string();
@@ -384,9 +412,9 @@ mod tests {
 
     #[test]
     fn search_order_and_no_current_dir() {
-        let dirs = search_dirs_from(
+        let search = search_dirs_from(
             &[PathBuf::from("/opt/a"), PathBuf::from("/opt/b")],
-            Some(OsString::from("/env/one::/env/two:/opt/a")),
+            Some(OsString::from("/env/one::/env/two:rel/three:/opt/a:.")),
             Some(PathBuf::from("/home/u/.local/share/llm-triage/plugins")),
             Some(PathBuf::from("/build/target/debug")),
         );
@@ -401,7 +429,13 @@ mod tests {
         .iter()
         .map(PathBuf::from)
         .collect();
-        assert_eq!(dirs, expect);
+        assert_eq!(search.dirs, expect);
+        let ignored: Vec<&str> = search
+            .warnings
+            .iter()
+            .map(|w| w.split(' ').nth(4).unwrap_or(""))
+            .collect();
+        assert_eq!(ignored, ["\"rel/three\"", "\".\""], "{:?}", search.warnings);
     }
 
     #[test]

@@ -38,9 +38,11 @@
 //! loads through it with live capture and no tools.
 
 pub(crate) mod install;
+pub mod library_file;
 pub mod load;
 pub(crate) mod manage;
 pub mod select;
+pub mod trust;
 
 use std::path::PathBuf;
 
@@ -54,7 +56,9 @@ use crate::error::TriageError;
 use crate::trace::stage::{MarkerKind, StageHint};
 
 pub use install::{install, remove, user_plugin_dir};
-pub use load::{load_all, load_file, search_dirs, PluginSet, Rejected};
+pub use load::{
+    load_all, load_file, load_search_path, search_dirs, PluginSet, Rejected, SearchPath,
+};
 pub use manage::{doctor, info, list};
 pub use select::{select, Selection};
 

@@ -28,6 +28,11 @@ pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
     pub body: Vec<u8>,
+    /// Send `body` again and again, without a length, until the client hangs up (a
+    /// hostile or broken server).
+    pub endless: bool,
+    /// A `Location` header (redirects).
+    pub location: Option<String>,
 }
 
 impl Response {
@@ -36,6 +41,8 @@ impl Response {
             status,
             content_type: "application/json",
             body: value.to_string().into_bytes(),
+            endless: false,
+            location: None,
         }
     }
 
@@ -44,6 +51,27 @@ impl Response {
             status,
             content_type: "text/plain; charset=utf-8",
             body: text.as_bytes().to_vec(),
+            endless: false,
+            location: None,
+        }
+    }
+
+    /// A JSON-looking answer that never ends: `{"model_path": "aaaa…` forever.
+    pub fn endless() -> Self {
+        Response {
+            status: 200,
+            content_type: "application/json",
+            body: vec![b'a'; 64 * 1024],
+            endless: true,
+            location: None,
+        }
+    }
+
+    /// `302 Found` to `location`.
+    pub fn redirect(location: &str) -> Self {
+        Response {
+            location: Some(location.to_string()),
+            ..Response::text(302, "")
         }
     }
 
@@ -138,14 +166,31 @@ fn answer(stream: TcpStream, handler: &dyn Fn(&Request) -> Response) -> std::io:
     let path = target.split('?').next().unwrap_or("/").to_string();
     let response = handler(&Request { method, path, body });
     let mut out = stream;
+    let location = response
+        .location
+        .as_ref()
+        .map(|l| format!("location: {l}\r\n"))
+        .unwrap_or_default();
+    let length = if response.endless {
+        String::new()
+    } else {
+        format!("content-length: {}\r\n", response.body.len())
+    };
     write!(
         out,
-        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {} {}\r\ncontent-type: {}\r\n{length}{location}connection: close\r\n\r\n",
         response.status,
         reason(response.status),
         response.content_type,
-        response.body.len()
     )?;
+    if response.endless {
+        // No length and `connection: close`: the body ends when the connection does,
+        // which is when the client gives up (the write then fails).
+        out.write_all(b"{\"model_path\": \"")?;
+        loop {
+            out.write_all(&response.body)?;
+        }
+    }
     out.write_all(&response.body)?;
     out.flush()
 }
@@ -153,6 +198,7 @@ fn answer(stream: TcpStream, handler: &dyn Fn(&Request) -> Response) -> std::io:
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        302 => "Found",
         400 => "Bad Request",
         404 => "Not Found",
         405 => "Method Not Allowed",

@@ -69,6 +69,13 @@ pub struct Faults {
     /// This long after a trace is complete, a cut copy is renamed over it (another
     /// writer, a rotated file).
     pub replace_with_truncated: Option<Duration>,
+    /// This path answers 200 with a body that never ends (`/server_info`, `/generate`).
+    pub endless_body: Option<String>,
+    /// This path answers with a body that never ends while a profile runs (after a
+    /// successful `/start_profile`).
+    pub endless_while_profiling: Option<String>,
+    /// Every GET answers `302 Found` to the same path on this base URL (another server).
+    pub redirect_to: Option<String>,
 }
 
 /// How an emulated server is set up.
@@ -250,6 +257,21 @@ type Routed = (Response, Option<(u64, u64)>);
 
 fn route(config: &Config, state: &Mutex<State>, req: &Request, control: bool) -> Routed {
     let plain = |r: Response| (r, None);
+    if config.faults.endless_body.as_deref() == Some(req.path.as_str()) {
+        return plain(Response::endless());
+    }
+    let profiling = state.lock().unwrap().active.is_some();
+    if profiling && config.faults.endless_while_profiling.as_deref() == Some(req.path.as_str()) {
+        return plain(Response::endless());
+    }
+    if let Some(other) = config
+        .faults
+        .redirect_to
+        .as_ref()
+        .filter(|_| req.method == "GET")
+    {
+        return plain(Response::redirect(&format!("{other}{}", req.path)));
+    }
     let get_or_post = req.method == "GET" || req.method == "POST";
     match (config.engine, req.path.as_str(), control) {
         (_, "/health", _) => plain(Response::text(200, "")),

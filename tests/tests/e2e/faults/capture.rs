@@ -341,3 +341,239 @@ fn an_output_dir_that_cannot_take_the_trace() {
         assert!(!emu.profiling());
     }
 }
+
+/// The most address space a capture run may take in the tests below: far above what
+/// one needs (a few hundred MB), far below what buffering an endless answer reaches.
+const MEMORY_LIMIT_KIB: u64 = 1 << 20;
+
+/// `llm-triage ARGS` under `ulimit -v` [`MEMORY_LIMIT_KIB`], with `TMPDIR` set when
+/// given: running out of memory is an abort (a signal), never a slow swap.
+fn run_limited(args: &[&str], tmpdir: Option<&Path>) -> Ran {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = assert_cmd::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!(
+            "ulimit -v {MEMORY_LIMIT_KIB} && exec \"$0\" \"$@\""
+        ))
+        .arg(crate::util::target_dir().join("llm-triage"))
+        .args(args)
+        .env_remove("LLM_TRIAGE_PLUGIN_PATH")
+        .env("XDG_DATA_HOME", crate::util::empty_xdg_data_home())
+        .env("NO_COLOR", "1");
+    if let Some(dir) = tmpdir {
+        cmd.env("TMPDIR", dir);
+    }
+    let out = cmd
+        .timeout(crate::hostile::support::LIMIT)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let code = out.status.code().unwrap_or_else(|| {
+        panic!(
+            "{args:?} ended by signal {:?} under a {MEMORY_LIMIT_KIB} KiB limit: {stderr}",
+            out.status.signal()
+        )
+    });
+    Ran {
+        code,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    }
+}
+
+/// [`capture`]'s arguments, for [`run_limited`].
+fn capture_args(emu: &Emulator, out: &Path, extra: &[&str]) -> Vec<String> {
+    let report = out.join("report.md");
+    std::fs::write(&report, "old report\n").unwrap();
+    let mut args: Vec<String> = vec![
+        "--url".into(),
+        emu.url(),
+        "--output-dir".into(),
+        out.display().to_string(),
+        "--output".into(),
+        report.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.extend(QUICK.iter().map(|a| a.to_string()));
+    args
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn an_endless_probe_answer_is_cut_at_1_mib_and_the_capture_goes_on() {
+    let emu = sglang(Faults {
+        endless_body: Some("/server_info".into()),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let ran = run_limited(&strs(&capture_args(&emu, dir.path(), &[])), None);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let note = format!(
+        "GET {}/server_info: HTTP 200, an answer larger than 1 MiB; read no further, taken as no answer",
+        emu.url()
+    );
+    assert!(report.contains(&note), "{note:?} in the report:\n{report}");
+    assert_stopped_once(&emu);
+}
+
+#[test]
+fn an_endless_generation_answer_while_profiling_is_exit_5_and_the_profiler_is_stopped() {
+    let emu = sglang(Faults {
+        endless_while_profiling: Some("/generate".into()),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ran = run_limited(&strs(&capture_args(&emu, dir.path(), &[])), None);
+    assert_refused(
+        &ran,
+        5,
+        &[&format!(
+            "POST {}/generate (prefill capture request 1/2): HTTP 200, an answer larger than 64 MiB; read no further (the profiler was stopped)",
+            emu.url()
+        )],
+    );
+    assert_stopped_once(&emu);
+    assert_no_report(dir.path());
+}
+
+#[test]
+fn a_redirect_to_another_server_is_not_followed() {
+    // The server at the given URL redirects every GET to a vLLM server elsewhere; the
+    // probes must not let that server's answers pick the engine.
+    let elsewhere_dir = tempfile::tempdir().unwrap();
+    let elsewhere = Emulator::start(Config {
+        server_dir: Some(elsewhere_dir.path().to_path_buf()),
+        ..Config::new(Engine::Vllm)
+    });
+    let emu = sglang(Faults {
+        redirect_to: Some(elsewhere.url()),
+        ..Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ran = capture(&emu, dir.path(), &[]);
+    let url = emu.url();
+    assert_refused(
+        &ran,
+        4,
+        &[
+            &format!("cannot determine the framework of {url}"),
+            &format!(
+                "GET {url}/server_info: HTTP 302, a redirect to {}/server_info (not followed) (+4 more)",
+                elsewhere.url()
+            ),
+        ],
+    );
+    assert_eq!(elsewhere.arrived(), Vec::<String>::new(), "never contacted");
+    assert_no_report(dir.path());
+}
+
+#[test]
+fn the_default_capture_directory_is_created_fresh_never_reused() {
+    use std::os::unix::fs::PermissionsExt;
+    // Another user plants the directory names a millisecond clock would give for the next
+    // minute, as symlinks to a directory of theirs.
+    let tmp = tempfile::tempdir().unwrap();
+    let victim = tempfile::tempdir().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    for ms in now - 1_000..now + 60_000 {
+        std::os::unix::fs::symlink(
+            victim.path(),
+            tmp.path().join(format!("llm-triage-capture-{ms}")),
+        )
+        .unwrap();
+    }
+    let emu = sglang(Faults::default());
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("report.md");
+    let mut args = vec![
+        "--url".to_string(),
+        emu.url(),
+        "--output".to_string(),
+        report.display().to_string(),
+    ];
+    args.extend(QUICK.iter().map(|a| a.to_string()));
+    let ran = run_limited(&strs(&args), Some(tmp.path()));
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(
+        crate::util::names_in(victim.path()),
+        Vec::<String>::new(),
+        "nothing written through a planted link"
+    );
+    // The one new entry is a real directory, private to the user.
+    let fresh: Vec<std::path::PathBuf> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.is_symlink())
+        .collect();
+    assert_eq!(fresh.len(), 1, "{fresh:?}");
+    let name = fresh[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("llm-triage-capture-"), "{name}");
+    let mode = std::fs::metadata(&fresh[0]).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{name} has mode {mode:o}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        text.contains(&fresh[0].display().to_string()),
+        "the report names the capture dir"
+    );
+}
+
+#[test]
+fn an_output_dir_that_is_a_symlink_or_another_users_is_refused() {
+    let emu = sglang(Faults::default());
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let ran = capture(&emu, &link, &[]);
+    assert_refused(
+        &ran,
+        2,
+        &[&format!(
+            "--output-dir {} is a symbolic link; pass the directory it points to",
+            link.display()
+        )],
+    );
+    assert_eq!(
+        crate::util::names_in(&real),
+        ["report.md"],
+        "nothing captured"
+    );
+
+    let uid = std::process::Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        eprintln!(
+            "not root: cannot make a directory owned by another user; that case is not checked"
+        );
+        return;
+    }
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+    let ran = capture(&emu, &theirs, &[]);
+    assert_refused(
+        &ran,
+        2,
+        &[&format!(
+            "--output-dir {} is owned by user 65534, not by you (user 0)",
+            theirs.display()
+        )],
+    );
+    assert!(
+        emu.arrived().iter().all(|r| !r.ends_with("/start_profile")),
+        "refused before profiling"
+    );
+}

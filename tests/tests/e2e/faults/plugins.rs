@@ -307,3 +307,295 @@ fn no_usable_plugin_at_all_is_exit_6() {
         ],
     );
 }
+
+/// Runs `llm-triage ARGS` like [`run`], with `XDG_DATA_HOME` set to `data` (so the user
+/// plugin dir is `data/llm-triage/plugins`).
+fn run_with_data_home(data: &Path, args: &[&str]) -> Ran {
+    let out = crate::util::llm_triage()
+        .env("XDG_DATA_HOME", data)
+        .args(args)
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    Ran {
+        code: out.status.code().unwrap_or_else(|| {
+            panic!(
+                "{args:?} ended by a signal ({:?}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        }),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn a_truncated_plugin_library_is_skipped_and_doctor_and_remove_still_work() {
+    // A real plugin cut to a sixteenth of its size, inside its code segment: dlopen would
+    // map pages past the end of the file, and the first touch of one is a SIGBUS.
+    let data = tempfile::tempdir().unwrap();
+    let user_dir = data.path().join("llm-triage").join("plugins");
+    std::fs::create_dir_all(&user_dir).unwrap();
+    let whole = std::fs::read(target_dir().join(so("llm_triage_plugin_vllm"))).unwrap();
+    let cut = user_dir.join(so("llm_triage_plugin_cut"));
+    let kept = whole.len() / 16;
+    std::fs::write(&cut, &whole[..kept]).unwrap();
+    let reason = format!(
+        "plugin {} not loaded: not a loadable plugin library: ",
+        cut.display()
+    );
+
+    let work = tempfile::tempdir().unwrap();
+    let trace = valid_trace(work.path());
+    let ran = run_with_data_home(
+        data.path(),
+        &[
+            "--framework",
+            "sglang",
+            "--format",
+            "json",
+            "--input",
+            trace.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(kernel_rows(&report), valid_rows());
+    let note = notes(&report)
+        .into_iter()
+        .find(|n| n.starts_with(&reason))
+        .unwrap_or_else(|| panic!("{reason:?} in {:?}", notes(&report)));
+    assert!(
+        note.contains("loadable segment") && note.contains(&format!("({kept} bytes)")),
+        "the note says why: {note}"
+    );
+
+    let doctor = run_with_data_home(data.path(), &["plugins", "doctor"]);
+    assert_eq!(doctor.code, 0, "{}", doctor.stderr);
+    assert!(
+        doctor.stdout.contains(&format!(
+            "  rejected  {}: not a loadable plugin library: ",
+            cut.display()
+        )),
+        "{}",
+        doctor.stdout
+    );
+
+    let removed = run_with_data_home(data.path(), &["plugins", "remove", "cut"]);
+    assert_eq!(removed.code, 0, "{}", removed.stderr);
+    assert_eq!(removed.stdout, format!("removed {}\n", cut.display()));
+    assert!(!cut.exists());
+}
+
+/// The effective user id, from `id -u` (the tests hold no libc binding).
+fn euid() -> u32 {
+    let out = Command::new("id").arg("-u").output().expect("id runs");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a uid")
+}
+
+/// Each warning once on stderr as `llm-triage: warning: …`, and in the report's notes.
+fn assert_warned(ran: &Ran, warnings: &[String]) {
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    let notes = notes(&report);
+    for warning in warnings {
+        let line = format!("llm-triage: warning: {warning}");
+        assert_eq!(
+            ran.stderr.lines().filter(|l| *l == line).count(),
+            1,
+            "{line:?} once in {:?}",
+            ran.stderr
+        );
+        assert!(notes.contains(warning), "{warning:?} in {notes:?}");
+    }
+}
+
+#[test]
+fn loose_permissions_on_plugin_files_and_their_directories_are_warned_about() {
+    use std::os::unix::fs::PermissionsExt;
+    let top = tempfile::tempdir().unwrap();
+    // A parent any user may write to, without the sticky bit /tmp has: anyone may rename
+    // the plugin directory away and put their own in its place.
+    let parent = top.path().join("shared");
+    std::fs::create_dir(&parent).unwrap();
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let dir = parent.join("plugins");
+    std::fs::create_dir(&dir).unwrap();
+    let lib = install(
+        &dir,
+        "llm_triage_plugin_vllm",
+        &so("llm_triage_plugin_vllm"),
+    );
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut warnings = vec![
+        format!(
+            "plugin file {} is writable by every user: anyone can change the code llm-triage runs as you; `chmod o-w` it",
+            lib.display()
+        ),
+        format!(
+            "plugin directory {} is inside {}, which every user may write to and which has no sticky bit: anyone can put another directory in its place; `chmod o-w` or `chmod +t` that directory",
+            dir.display(),
+            parent.display()
+        ),
+    ];
+    let me = euid();
+    if me == 0 {
+        std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
+        warnings.push(format!(
+            "plugin directory {} is owned by user 65534, not by you (user 0) or root: that user can put a library there that llm-triage then runs as you",
+            dir.display()
+        ));
+    } else {
+        eprintln!(
+            "not root (uid {me}): cannot make a directory owned by another user, so the ownership warning is not checked"
+        );
+    }
+    let work = tempfile::tempdir().unwrap();
+    let trace = valid_trace(work.path());
+    let ran = run(&[
+        "--plugin-dir",
+        dir.to_str().unwrap(),
+        "--framework",
+        "vllm",
+        "--format",
+        "json",
+        "--input",
+        trace.to_str().unwrap(),
+    ]);
+    assert_warned(&ran, &warnings);
+    let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(
+        report["framework"]["name"], "vllm",
+        "warned about, the plugin still loads"
+    );
+    if me != 0 {
+        assert!(!ran.stderr.contains("owned by user"), "{}", ran.stderr);
+    }
+
+    // Tightened: no warning at all.
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if me == 0 {
+        std::os::unix::fs::chown(&dir, Some(0), None).unwrap();
+    }
+    let ran = run(&[
+        "--plugin-dir",
+        dir.to_str().unwrap(),
+        "--framework",
+        "vllm",
+        "--format",
+        "json",
+        "--input",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("warning"), "{}", ran.stderr);
+}
+
+#[test]
+fn install_never_copies_a_world_writable_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let source_dir = tempfile::tempdir().unwrap();
+    let source = install(
+        source_dir.path(),
+        "llm_triage_plugin_vllm",
+        &so("llm_triage_plugin_vllm"),
+    );
+    std::fs::set_permissions(&source, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let ran = run_with_data_home(
+        data.path(),
+        &["plugins", "install", source.to_str().unwrap()],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let installed = data
+        .path()
+        .join("llm-triage/plugins")
+        .join(so("llm_triage_plugin_vllm"));
+    let mode = std::fs::metadata(&installed).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o755, "installed as {mode:o}");
+}
+
+/// Variables to set, variables to remove, and the warning that must follow.
+type EnvCase = (
+    &'static [(&'static str, &'static str)],
+    &'static [&'static str],
+    String,
+);
+
+#[test]
+fn relative_plugin_paths_and_a_relative_home_never_load_from_the_current_directory() {
+    // The current directory holds a plugin under both relative spellings.
+    let cwd = tempfile::tempdir().unwrap();
+    for dir in ["relative/dir", ".local/share/llm-triage/plugins"] {
+        std::fs::create_dir_all(cwd.path().join(dir)).unwrap();
+        install(
+            &cwd.path().join(dir),
+            "triage_test_panicky",
+            &so("llm_triage_plugin_panicky"),
+        );
+    }
+    let work = tempfile::tempdir().unwrap();
+    let trace = valid_trace(work.path());
+    let cases: [EnvCase; 3] = [
+        (
+            &[("LLM_TRIAGE_PLUGIN_PATH", "relative/dir")],
+            &["XDG_DATA_HOME"],
+            "ignored the relative entry \"relative/dir\" of LLM_TRIAGE_PLUGIN_PATH: plugin directories must be absolute paths, or plugins would load from the current directory".to_string(),
+        ),
+        (
+            &[("HOME", ".")],
+            &["XDG_DATA_HOME"],
+            "ignored HOME=\".\" for the user plugin directory: not an absolute path, so plugins would load from the current directory".to_string(),
+        ),
+        (
+            &[("XDG_DATA_HOME", ".local/share"), ("HOME", ".")],
+            &[],
+            "ignored XDG_DATA_HOME=\".local/share\" for the user plugin directory: not an absolute path, so plugins would load from the current directory".to_string(),
+        ),
+    ];
+    for (set, removed, warning) in cases {
+        let ran_with = |args: &[&std::ffi::OsStr]| {
+            let mut cmd = crate::util::llm_triage();
+            cmd.current_dir(cwd.path());
+            for name in removed {
+                cmd.env_remove(name);
+            }
+            for (name, value) in set {
+                cmd.env(name, value);
+            }
+            let out = cmd.args(args).timeout(LIMIT).output().unwrap();
+            Ran {
+                code: out.status.code().expect("ended"),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }
+        };
+        let triage = ran_with(&[
+            "--framework".as_ref(),
+            "sglang".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            "--input".as_ref(),
+            trace.as_os_str(),
+        ]);
+        assert_warned(&triage, std::slice::from_ref(&warning));
+        let list = ran_with(&["plugins".as_ref(), "list".as_ref()]);
+        assert_eq!(list.code, 0, "{}", list.stderr);
+        assert!(
+            !list.stdout.contains("panicky"),
+            "{set:?}: nothing loaded from the current directory: {}",
+            list.stdout
+        );
+        assert!(
+            list.stderr
+                .contains(&format!("llm-triage: warning: {warning}")),
+            "{}",
+            list.stderr
+        );
+    }
+}
