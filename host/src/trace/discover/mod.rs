@@ -27,6 +27,7 @@ use regex::Regex;
 
 use crate::error::TriageError;
 use crate::trace::stage::{stage_from_path, Stage};
+use crate::untrusted_file::special_kind;
 
 /// One trace file to analyse.
 #[derive(Clone, Debug, PartialEq)]
@@ -222,15 +223,30 @@ fn walk(root: &Path, notes: &mut Vec<String>) -> Result<(Vec<Found>, Vec<NotTrac
         };
         let mut subdirs = Vec::new();
         for path in entries {
-            let Ok(meta) = fs::metadata(&path) else {
-                continue; // a dangling symlink
+            let meta = match fs::metadata(&path) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    if is_json_named(&path) {
+                        let reason = match e.kind() {
+                            std::io::ErrorKind::NotFound => "a broken symbolic link".to_string(),
+                            _ => format!("cannot access: {e}"),
+                        };
+                        not_traces.push(NotTrace { path, reason });
+                    }
+                    continue;
+                }
             };
             if meta.is_dir() {
                 if depth < MAX_DEPTH {
                     subdirs.push((path, depth + 1));
                 }
-            } else if !meta.is_file() {
+            } else if let Some(what) = special_kind(&meta.file_type()) {
                 // A FIFO or a device is never opened: reading one could block forever.
+                // Named like a trace, it is listed like any other JSON file that is not one.
+                if is_json_named(&path) {
+                    let reason = format!("not a regular file: {what}");
+                    not_traces.push(NotTrace { path, reason });
+                }
             } else if let Err(reason) = judge_file(&path) {
                 if let Some(reason) = reason {
                     not_traces.push(NotTrace { path, reason });
@@ -461,13 +477,17 @@ fn newest_per_stage(candidates: Vec<Found>, notes: &mut Vec<String>) -> Vec<Trac
 /// it) is judged like a generic `.json`. `server_args.json` is read as the engine's
 /// arguments, so it is not listed. Only the first few KB are ever read.
 fn judge_file(path: &Path) -> Result<(), Option<String>> {
-    let lower = file_name(path).to_ascii_lowercase();
-    let json_named =
-        lower.ends_with(".json") || lower.ends_with(".json.gz") || lower.contains(".pt.trace.json");
-    if !json_named {
+    if !is_json_named(path) {
         return Err(None);
     }
+    let lower = file_name(path).to_ascii_lowercase();
     sniff(path).map_err(|why| (lower != "server_args.json").then_some(why))
+}
+
+/// `*.json`, `*.json.gz`, `*.pt.trace.json*`: the names a directory walk judges and lists.
+fn is_json_named(path: &Path) -> bool {
+    let lower = file_name(path).to_ascii_lowercase();
+    lower.ends_with(".json") || lower.ends_with(".json.gz") || lower.contains(".pt.trace.json")
 }
 
 /// How much of a generic JSON file is read to decide.

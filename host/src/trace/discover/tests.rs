@@ -491,3 +491,49 @@ fn outer_stage_words_do_not_make_a_workload_layout() {
     assert_eq!(names(&set), ["b.trace.json"]);
     assert_eq!(set.files[0].path_stage, Stage::Extend);
 }
+
+/// Issue 15 point 11: a trace-named link to a device (or a FIFO) is never opened, and
+/// the notes say it was skipped and why, as for any other JSON file that is not a trace.
+#[test]
+fn trace_named_special_files_are_skipped_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(root, "run-TP-0.trace.json", TRACE, 0);
+    let zero = root.join("trace.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let null = root.join("null.json.gz");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let pipe = root.join("pipe.pt.trace.json");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dead = root.join("dead.trace.json");
+    std::os::unix::fs::symlink(root.join("gone"), &dead).unwrap();
+    // Not JSON-named: a directory holds many files, only JSON ones are listed.
+    std::os::unix::fs::symlink("/dev/zero", root.join("zero.bin")).unwrap();
+    let set = discover(root, None).unwrap();
+    assert_eq!(names(&set), ["run-TP-0.trace.json"]);
+    assert_eq!(
+        set.notes,
+        [
+            format!(
+                "not a trace, skipped: {} (a broken symbolic link)",
+                dead.display()
+            ),
+            format!(
+                "not a trace, skipped: {} (not a regular file: a device)",
+                null.display()
+            ),
+            format!(
+                "not a trace, skipped: {} (not a regular file: a named pipe)",
+                pipe.display()
+            ),
+            format!(
+                "not a trace, skipped: {} (not a regular file: a device)",
+                zero.display()
+            ),
+        ]
+    );
+}
