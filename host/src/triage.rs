@@ -108,7 +108,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         Some(path) => Some(discover(path, request.rank)?),
         None => None,
     };
-    check_run_logs(request, &traces_set, mapping_set.as_ref())?;
+    let log_notes = check_run_logs(request, &traces_set, mapping_set.as_ref())?;
     let plugin_set = load_plugins(&request.plugin_dirs)?;
     let Catalog {
         families,
@@ -199,6 +199,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(read_notes(&mapping_traces));
     notes.extend(plugin_notes(&plugin_set));
     notes.extend(pid_notes);
+    notes.extend(log_notes);
     // A named engine the evidence contradicts: honoured, and said on stderr and here.
     for chosen in std::iter::once(selection).chain(mapping.as_ref().map(|m| &m.selection)) {
         if let Some(warning) = &chosen.warning {
@@ -232,12 +233,13 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     })
 }
 
-/// The diffusion-backend gate over `--run-log` and the logs beside the traces.
+/// The diffusion-backend gate over `--run-log` and the logs beside the traces; the notes
+/// name logs skipped or scanned in part.
 fn check_run_logs(
     request: &TriageRequest,
     traces: &TraceSet,
     mapping: Option<&TraceSet>,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let mut dirs = Vec::new();
     for set in std::iter::once(traces).chain(mapping) {
         let files: Vec<&Path> = set.files.iter().map(|f| f.path.as_path()).collect();
