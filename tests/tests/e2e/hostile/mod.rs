@@ -4,6 +4,7 @@
 
 pub(crate) mod support;
 
+mod bundle_root;
 mod fuzz_regressions;
 mod inputs;
 mod overflow;
