@@ -140,11 +140,11 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         )?),
         None => None,
     };
-    let server_args = traces_set
+    let server_args_found = traces_set
         .server_args
         .as_ref()
-        .or(mapping_set.as_ref().and_then(|m| m.server_args.as_ref()))
-        .map(|a| &a.values);
+        .or(mapping_set.as_ref().and_then(|m| m.server_args.as_ref()));
+    let server_args = server_args_found.map(|a| &a.values);
 
     let staged = staged_traces(&traces, &formal);
     let options = KernelTableOptions {
@@ -222,6 +222,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         model: server_args.and_then(model_name),
         model_class: traces.iter().chain(&mapping_traces).find_map(model_class),
         server_args: server_args.cloned().unwrap_or_default(),
+        server_args_path: server_args_found.map(|a| a.path.display().to_string()),
         stages,
         notes,
         mapping_framework: mapping.as_ref().map(|m| framework_info(&m.selection)),

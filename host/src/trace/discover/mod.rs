@@ -10,6 +10,15 @@
 //! * vLLM: `{prefill,decode}/rank0.*` or `<host>_<pid>.<ts>.pt.trace.json.gz` (no rank).
 //! * TensorRT-LLM: `trace-{prefill,decode}[-rank-<r>].json` (a generic name, sniffed).
 //!
+//! `server_args.json` is read only from inside the input's own capture layout, never from
+//! an arbitrary parent (another user can write to a shared `/tmp`): for a file, its own
+//! directory; for a directory, the directory tree itself (the input, each trace's
+//! directory and its parent inside the input, one or two levels below the input). In both
+//! cases, when the directory is a stage directory (`prefill`, `decode`, `extend`), the
+//! directory above it is the capture root the capture command writes
+//! (`capture-<ms>/{prefill,decode}/` beside `capture-<ms>/server_args.json`), and is
+//! looked at too.
+//!
 //! One file per stage is analysed, of one rank; every file left out is named in
 //! `notes`, never dropped silently (the predecessor analysed one file per stage and said
 //! nothing of the others). In a directory every `*.json[.gz]` is judged by its first
@@ -27,7 +36,7 @@ use regex::Regex;
 
 use crate::error::TriageError;
 use crate::trace::stage::{stage_from_path, Stage};
-use crate::untrusted_file::special_kind;
+use crate::untrusted_file::{read_capped, special_kind, Links};
 
 /// One trace file to analyse.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,8 +92,10 @@ fn discover_file(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageErro
             "--rank {wanted} ignored: the input is a single file, read as given"
         ));
     }
-    let parent = parent_dir(&absolute(input));
-    let server_args = find_server_args(&[parent.clone(), parent_dir(&parent)], &[])?;
+    let dir = parent_dir(&absolute(input));
+    let mut near = vec![dir.clone()];
+    near.extend(capture_root_of_stage_dir(&dir));
+    let server_args = find_server_args(&near, &[])?;
     Ok(TraceSet {
         input: input.to_path_buf(),
         files: vec![file],
@@ -152,16 +163,20 @@ fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError
         (a.path_stage.order(), file_name(&a.path)).cmp(&(b.path_stage.order(), file_name(&b.path)))
     });
 
-    // Beside each trace, one level up, then around the input directory.
+    // Beside each trace, one level up while inside the input, then the input directory
+    // (and the capture root above it when the input is a stage directory).
+    let input_dir = absolute(input);
     let mut near: Vec<PathBuf> = Vec::new();
     for f in &files {
         let dir = parent_dir(&absolute(&f.path));
         let up = parent_dir(&dir);
         near.push(dir);
-        near.push(up);
+        if up.starts_with(&input_dir) {
+            near.push(up);
+        }
     }
-    near.push(absolute(input));
-    near.push(parent_dir(&absolute(input)));
+    near.push(input_dir.clone());
+    near.extend(capture_root_of_stage_dir(&input_dir));
     let server_args = find_server_args(&near, &[input.to_path_buf()])?;
     Ok(TraceSet {
         input: input.to_path_buf(),
@@ -618,6 +633,13 @@ fn find_server_args(
     Ok(None)
 }
 
+/// The capture root above `dir` when `dir` is one of its stage directories
+/// (`capture-<ms>/decode/`): part of the same capture layout.
+fn capture_root_of_stage_dir(dir: &Path) -> Option<PathBuf> {
+    let name = file_name(dir).to_ascii_lowercase();
+    matches!(name.as_str(), "prefill" | "decode" | "extend").then(|| parent_dir(dir))
+}
+
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
     read_dir_sorted(dir)
         .unwrap_or_default()
@@ -626,9 +648,12 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The most a `server_args.json` may hold; real ones are a few KiB.
+const MAX_SERVER_ARGS_BYTES: u64 = 1 << 20;
+
 fn parse_server_args(path: &Path) -> Result<ServerArgs, TriageError> {
-    let bytes =
-        fs::read(path).map_err(|e| TriageError::input(path, format!("cannot read: {e}")))?;
+    let bytes = read_capped(path, MAX_SERVER_ARGS_BYTES, Links::Follow)
+        .map_err(|why| TriageError::input(path, why.to_string()))?;
     match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Ok(serde_json::Value::Object(values)) => Ok(ServerArgs {
             path: path.to_path_buf(),

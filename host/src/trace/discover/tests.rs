@@ -537,3 +537,54 @@ fn trace_named_special_files_are_skipped_and_listed() {
         ]
     );
 }
+
+/// Issue 15 point 7: a `server_args.json` planted in a parent of the input (say, in a
+/// shared `/tmp`) is outside the input's capture layout and never read; the layout's own
+/// file is.
+#[test]
+fn server_args_above_the_capture_layout_are_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path();
+    put(
+        shared,
+        "server_args.json",
+        r#"{"model_path": "planted/Model", "tp_size": 8}"#,
+        0,
+    );
+    let trace = put(shared, "run/trace.json.gz", TRACE, 0);
+    assert_eq!(discover(&trace, None).unwrap().server_args, None);
+    assert_eq!(
+        discover(&shared.join("run"), None).unwrap().server_args,
+        None
+    );
+    // A trace nested below the input: its directory's parent is the input, still inside.
+    put(shared, "run/nested/deeper/x.trace.json", TRACE, 0);
+    let own = put(shared, "run/server_args.json", r#"{"tp_size": 1}"#, 0);
+    for input in [trace, shared.join("run")] {
+        let args = discover(&input, None).unwrap().server_args.unwrap();
+        assert_eq!(
+            (args.path, &args.values["tp_size"]),
+            (own.clone(), &1.into())
+        );
+    }
+}
+
+/// The capture command's own layout, `capture-<ms>/{prefill,decode}/<trace>` with
+/// `capture-<ms>/server_args.json`, keeps working when a stage directory or one of its
+/// traces is the input.
+#[test]
+fn server_args_of_the_capture_root_serve_its_stage_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("capture-1761");
+    let args = put(&root, "server_args.json", r#"{"tp_size": 2}"#, 0);
+    let trace = put(&root, "decode/x-TP-0.trace.json.gz", TRACE, 0);
+    for input in [root.clone(), root.join("decode"), trace] {
+        let found = discover(&input, None).unwrap().server_args;
+        assert_eq!(
+            found.map(|a| a.path),
+            Some(args.clone()),
+            "{}",
+            input.display()
+        );
+    }
+}

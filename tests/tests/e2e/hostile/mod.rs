@@ -9,3 +9,4 @@ mod fuzz_regressions;
 mod inputs;
 mod overflow;
 mod run_logs;
+mod server_args;
