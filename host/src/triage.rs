@@ -21,7 +21,7 @@ use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::Trace;
 use crate::trace::evidence::evidence;
 use crate::trace::graph_capture::graph_capture;
-use crate::trace::link::{link, Linked};
+use crate::trace::link::{collision_note, link, Linked};
 use crate::trace::model::model_class;
 use crate::trace::read::read_trace;
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
@@ -200,6 +200,11 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(plugin_notes(&plugin_set));
     notes.extend(pid_notes);
     notes.extend(log_notes);
+    let all_linked = formal
+        .linked
+        .iter()
+        .chain(mapping.iter().flat_map(|m| &m.linked));
+    notes.extend(all_linked.filter_map(collision_note));
     // A named engine the evidence contradicts: honoured, and said on stderr and here.
     for chosen in std::iter::once(selection).chain(mapping.as_ref().map(|m| &m.selection)) {
         if let Some(warning) = &chosen.warning {
