@@ -260,12 +260,14 @@ fn same_process(trace: &Trace, a: u32, b: u32) -> bool {
 /// shared start of the pid texts (when exactly one process has it). Empty for a trace with
 /// one launching process, where every correlation is matched as it is.
 fn track_owners<'c>(trace: &Trace, calls_of: &impl Fn(u64) -> &'c [u32]) -> HashMap<Sym, Sym> {
+    // One pass, no allocation, for the usual trace of one process.
+    let first = trace.runtime.first().map(|c| c.pid);
+    if trace.runtime.iter().all(|c| Some(c.pid) == first) {
+        return HashMap::default();
+    }
     let mut processes: Vec<Sym> = trace.runtime.iter().map(|c| c.pid).collect();
     processes.sort_unstable();
     processes.dedup();
-    if processes.len() < 2 {
-        return HashMap::default();
-    }
     // (track, process) -> correlations of the track that only that process has.
     let mut votes: HashMap<(Sym, Sym), u64> = HashMap::default();
     let mut tracks: Vec<Sym> = Vec::new();
