@@ -12,6 +12,13 @@
 //! `<model>/vllm_formal/analysis_vllm_live.txt` stays with its model); the glob is
 //! `analysis_*`, as documented; contents links use GitHub's anchor rules, duplicates
 //! included.
+//!
+//! The root may be a shared directory others write to, so the scan never leaves it and
+//! never reads what is not a saved report: every path is resolved (symlinks included) and
+//! must stay inside the resolved root; only plain files are opened (FIFOs, devices and
+//! `/proc` links are not), through their resolved path with `O_NOFOLLOW`; each file is
+//! read up to [`MAX_REPORT_BYTES`]. Whatever is left out is listed, with why, in the
+//! bundle's "Skipped files" section and counted on stderr; it never fails the bundle.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -19,6 +26,11 @@ use std::path::{Path, PathBuf};
 use crate::dates::utc_text;
 use crate::error::{Result, TriageError};
 use crate::report::{self, Format, Report, SCHEMA_VERSION};
+use crate::untrusted_file::{read_capped, size_text, Links, Refusal};
+
+/// The most a saved report may hold. Our reports of the largest traces are a few hundred
+/// KiB; anything near this is not a report.
+pub(crate) const MAX_REPORT_BYTES: u64 = 32 << 20;
 
 /// The document title when `--title` is not given (the predecessor's).
 pub(crate) const DEFAULT_TITLE: &str = "Unified LLM Torch Profiler Triage Bundle";
@@ -58,7 +70,26 @@ pub(crate) struct BundleRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub label: String,
+    /// As found (under the root) or given: the path the bundle names.
     pub path: PathBuf,
+    /// What is opened: for a file under the root, its resolved path inside the root.
+    pub source: PathBuf,
+    /// A file under the root was resolved already, so a link now means it changed.
+    pub links: Links,
+}
+
+/// A file under `--analysis-root` that was not bundled, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Skipped {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// The bundle document and what it left out (listed in it too).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Bundle {
+    pub markdown: String,
+    pub skipped: Vec<Skipped>,
 }
 
 /// One report, read and normalised.
@@ -71,31 +102,86 @@ struct Section {
     body: String,
 }
 
-/// The whole bundle as markdown, ending in exactly one newline.
-pub(crate) fn bundle(request: &BundleRequest) -> Result<String> {
-    let entries = entries(request)?;
-    let sections = entries
-        .iter()
-        .map(read_section)
-        .collect::<Result<Vec<_>>>()?;
-    Ok(render(
+/// The whole bundle as markdown, ending in exactly one newline, and the files of the
+/// root it left out.
+pub(crate) fn bundle(request: &BundleRequest) -> Result<Bundle> {
+    let (entries, mut skipped) = entries(request)?;
+    let mut sections = Vec::new();
+    for entry in &entries {
+        match read_section(entry)? {
+            Ok(section) => sections.push(section),
+            Err(why) => skipped.push(why),
+        }
+    }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    if sections.is_empty() {
+        return Err(nothing_to_bundle(request, &skipped));
+    }
+    let mut markdown = render(
         &request.title,
         request.include_toc,
         request.generated_at,
         &sections,
-    ))
+    );
+    markdown.push_str(&skipped_section(&skipped));
+    Ok(Bundle { markdown, skipped })
 }
 
-/// Every report to bundle: the root's, then the explicit ones. Missing files are one error.
-pub(crate) fn entries(request: &BundleRequest) -> Result<Vec<Entry>> {
+/// "No analysis files found", saying how many were found and left out.
+fn nothing_to_bundle(request: &BundleRequest, skipped: &[Skipped]) -> TriageError {
+    let root = request.analysis_root.as_deref().unwrap_or(Path::new("."));
+    let mut message = "No analysis files found (looked for analysis_*.txt, analysis_*.md, \
+                       analysis_*.json)"
+        .to_string();
+    if let Some(first) = skipped.first() {
+        message = format!(
+            "{message}; {} skipped, e.g. {}: {}",
+            skipped.len(),
+            first.path.display(),
+            first.reason
+        );
+    }
+    TriageError::input(root, message)
+}
+
+/// The closing "Skipped files" section; empty when nothing was skipped.
+fn skipped_section(skipped: &[Skipped]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let mut lines = vec![
+        String::new(),
+        "## Skipped files".to_string(),
+        String::new(),
+        format!(
+            "{} file{} under the analysis root not bundled:",
+            skipped.len(),
+            if skipped.len() == 1 { "" } else { "s" }
+        ),
+        String::new(),
+    ];
+    lines.extend(
+        skipped
+            .iter()
+            .map(|s| format!("- `{}`: {}", s.path.display(), s.reason)),
+    );
+    lines.join("\n") + "\n"
+}
+
+/// Every report to bundle: the root's, then the explicit ones, and the files of the root
+/// left out. Missing explicit files are one error.
+pub(crate) fn entries(request: &BundleRequest) -> Result<(Vec<Entry>, Vec<Skipped>)> {
     if request.analysis_root.is_none() && request.analysis_files.is_empty() {
         return Err(TriageError::Usage(
             "Provide at least one of --analysis-root or --analysis-file.".to_string(),
         ));
     }
     let mut entries = Vec::new();
+    let mut skipped = Vec::new();
     if let Some(root) = &request.analysis_root {
-        entries.extend(root_entries(root)?);
+        let (found, left_out) = root_entries(root)?;
+        entries.extend(found);
+        skipped.extend(left_out);
     }
     let explicit: Vec<Entry> = request
         .analysis_files
@@ -120,13 +206,9 @@ pub(crate) fn entries(request: &BundleRequest) -> Result<Vec<Entry>> {
     }
     entries.extend(explicit);
     if entries.is_empty() {
-        let root = request.analysis_root.as_deref().unwrap_or(Path::new("."));
-        return Err(TriageError::input(
-            root,
-            "No analysis files found (looked for analysis_*.txt, analysis_*.md, analysis_*.json)",
-        ));
+        return Err(nothing_to_bundle(request, &skipped));
     }
-    Ok(entries)
+    Ok((entries, skipped))
 }
 
 /// `LABEL=PATH` or `PATH`. A whole argument that names an existing file is a path even
@@ -146,12 +228,18 @@ pub(crate) fn explicit_entry(spec: &str) -> Entry {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "analysis".to_string())
     });
-    Entry { label, path }
+    Entry {
+        label,
+        source: path.clone(),
+        path,
+        links: Links::Follow,
+    }
 }
 
 /// Every `analysis_*` report under `root`, in path order, labelled by the first directory
-/// below the root (files directly in the root: the root's own name).
-pub(crate) fn root_entries(root: &Path) -> Result<Vec<Entry>> {
+/// below the root (files directly in the root: the root's own name), and the entries left
+/// out: links that resolve outside the root, links to directories, special files.
+pub(crate) fn root_entries(root: &Path) -> Result<(Vec<Entry>, Vec<Skipped>)> {
     if !root.is_dir() {
         return Err(TriageError::input(
             root,
@@ -159,16 +247,20 @@ pub(crate) fn root_entries(root: &Path) -> Result<Vec<Entry>> {
         ));
     }
     let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-    let mut files = Vec::new();
-    walk(&root, &mut files)?;
-    files.sort();
+    let resolved_root = std::fs::canonicalize(&root)
+        .map_err(|e| TriageError::input(&root, format!("cannot resolve: {e}")))?;
+    let mut found = Vec::new();
+    let mut skipped = Vec::new();
+    walk(&root, &resolved_root, &mut found, &mut skipped)?;
+    found.sort();
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
     let root_name = root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "analysis".to_string());
-    Ok(files
+    let entries = found
         .into_iter()
-        .map(|path| {
+        .map(|(path, source)| {
             let relative = path.strip_prefix(&root).unwrap_or(&path);
             let mut components = relative.components();
             let first = components.next();
@@ -176,24 +268,61 @@ pub(crate) fn root_entries(root: &Path) -> Result<Vec<Entry>> {
                 (Some(dir), Some(_)) => dir.as_os_str().to_string_lossy().into_owned(),
                 _ => root_name.clone(),
             };
-            Entry { label, path }
+            Entry {
+                label,
+                path,
+                source,
+                links: Links::Refuse,
+            }
         })
-        .collect())
+        .collect();
+    Ok((entries, skipped))
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+/// Collects `(path as found, resolved path)` of every report-named plain file below
+/// `dir`. Real directories are walked; symlinked ones never (no loops, no way out of the
+/// root); a report-named link is kept only when it resolves to a plain file inside the
+/// root.
+fn walk(
+    dir: &Path,
+    root: &Path,
+    found: &mut Vec<(PathBuf, PathBuf)>,
+    skipped: &mut Vec<Skipped>,
+) -> Result<()> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| TriageError::input(dir, format!("cannot list directory: {e}")))?;
     for entry in entries {
         let entry =
             entry.map_err(|e| TriageError::input(dir, format!("cannot list directory: {e}")))?;
         let path = entry.path();
-        // Symlinked directories are not followed (no loops); symlinked files are read.
-        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-        if is_dir {
-            walk(&path, files)?;
-        } else if is_report_name(&path) && path.is_file() {
-            files.push(path);
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            walk(&path, root, found, skipped)?;
+            continue;
+        }
+        let skip = |reason: &str| Skipped {
+            path: path.clone(),
+            reason: reason.to_string(),
+        };
+        let resolved = match std::fs::canonicalize(&path) {
+            Ok(resolved) => resolved,
+            Err(_) if is_report_name(&path) => {
+                skipped.push(skip("a broken symbolic link"));
+                continue;
+            }
+            Err(_) => continue,
+        };
+        let target_is_dir = std::fs::symlink_metadata(&resolved).is_ok_and(|m| m.is_dir());
+        if !resolved.starts_with(root) {
+            if is_report_name(&path) || target_is_dir {
+                skipped.push(skip("a symbolic link that leads outside the analysis root"));
+            }
+        } else if target_is_dir {
+            skipped.push(skip("a symbolic link to a directory (not followed)"));
+        } else if is_report_name(&path) {
+            found.push((path, resolved));
         }
     }
     Ok(())
@@ -231,9 +360,29 @@ pub(crate) fn engine_from_file_name(path: &Path) -> Option<&'static str> {
     }
 }
 
-fn read_section(entry: &Entry) -> Result<Section> {
-    let bytes = std::fs::read(&entry.path)
-        .map_err(|e| TriageError::input(&entry.path, format!("cannot read: {e}")))?;
+/// One report, read and normalised; `Ok(Err(..))` for a file under the root that is not
+/// a plain file or is over [`MAX_REPORT_BYTES`] (left out and listed). A file named with
+/// `--analysis-file` that cannot be bundled is an error: the user asked for it.
+fn read_section(entry: &Entry) -> Result<std::result::Result<Section, Skipped>> {
+    let bytes = match read_capped(&entry.source, MAX_REPORT_BYTES, entry.links) {
+        Ok(bytes) => bytes,
+        Err(Refusal::Io(e)) => {
+            return Err(TriageError::input(&entry.path, format!("cannot read: {e}")))
+        }
+        Err(why) => {
+            let reason = match why {
+                Refusal::TooLarge { cap } => format!("larger than {}", size_text(cap)),
+                other => other.to_string(),
+            };
+            if entry.links == Links::Follow {
+                return Err(TriageError::input(&entry.path, reason));
+            }
+            return Ok(Err(Skipped {
+                path: entry.path.clone(),
+                reason,
+            }));
+        }
+    };
     let text = String::from_utf8(bytes)
         .map_err(|_| TriageError::input(&entry.path, "report is not UTF-8 text"))?;
     let is_json_file = entry
@@ -249,13 +398,13 @@ fn read_section(entry: &Entry) -> Result<Section> {
                     &report::render(&report, Format::Markdown, false),
                     &file_name(&entry.path),
                 );
-                return Ok(Section {
+                return Ok(Ok(Section {
                     label: entry.label.clone(),
                     path: entry.path.clone(),
                     engine: report.framework.display_name.clone(),
                     model: report.model.clone(),
                     body,
-                });
+                }));
             }
             Err(reason) if is_json_file => return Err(TriageError::input(&entry.path, reason)),
             Err(_) => {} // A text report that happens to start with `{`.
@@ -265,13 +414,13 @@ fn read_section(entry: &Entry) -> Result<Section> {
         .map(str::to_string)
         .or_else(|| line_value(&text, "Framework: "))
         .unwrap_or_else(|| "other".to_string());
-    Ok(Section {
+    Ok(Ok(Section {
         label: entry.label.clone(),
         path: entry.path.clone(),
         engine,
         model: line_value(&text, "Model: "),
         body: normalize(&text, &file_name(&entry.path)),
-    })
+    }))
 }
 
 /// Our `--format json` report, or why the text is not one.
@@ -631,6 +780,84 @@ mod tests {
             "#### Triage View · decode.md\nMode: single-trace\n\n#### Kernel Table · decode.md\n##### decode · decode.md\n| a |\n| --- |\n| x |"
         );
         assert_ne!(normalize(md, "a.md"), normalize(md, "b.md"));
+    }
+
+    /// Issue 15 point 4: nothing outside the root and no special file is ever read; each
+    /// file left out is listed with why, and the rest is bundled.
+    #[test]
+    fn the_root_scan_stays_inside_the_root_and_lists_what_it_left_out() {
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("analysis_secret.txt");
+        std::fs::write(&secret, "Model: SECRET-TOKEN-1234\n").unwrap();
+        std::fs::create_dir(outside.path().join("model")).unwrap();
+        std::fs::write(
+            outside.path().join("model/analysis_sglang.txt"),
+            "SECRET-IN-DIR\n",
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("qwen")).unwrap();
+        std::fs::write(
+            root.join("qwen/analysis_sglang.txt"),
+            "Model: Qwen/Qwen3-8B\n",
+        )
+        .unwrap();
+        let link = |target: &Path, name: &str| {
+            let path = root.join(name);
+            std::os::unix::fs::symlink(target, &path).unwrap();
+            path
+        };
+        let to_secret = link(&secret, "qwen/analysis_vllm.txt");
+        let to_dir = link(&outside.path().join("model"), "leak");
+        let to_environ = link(Path::new("/proc/self/environ"), "analysis_env.txt");
+        let to_zero = link(Path::new("/dev/zero"), "analysis_zero.md");
+        let inside = link(&root.join("qwen/analysis_sglang.txt"), "analysis_again.txt");
+        let pipe = root.join("qwen/analysis_trtllm.txt");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let big = root.join("qwen/analysis_tokenspeed.txt");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_REPORT_BYTES + 1)
+            .unwrap();
+        let request = BundleRequest {
+            analysis_root: Some(root.clone()),
+            analysis_files: Vec::new(),
+            title: DEFAULT_TITLE.to_string(),
+            include_toc: false,
+            generated_at: 0,
+        };
+        let bundle = bundle(&request).unwrap();
+        assert!(!bundle.markdown.contains("SECRET"), "{}", bundle.markdown);
+        assert!(bundle.markdown.contains("Qwen/Qwen3-8B"));
+        let skipped: Vec<(PathBuf, &str)> = bundle
+            .skipped
+            .iter()
+            .map(|s| (s.path.clone(), s.reason.as_str()))
+            .collect();
+        let out = "a symbolic link that leads outside the analysis root";
+        assert_eq!(
+            skipped,
+            [
+                (to_environ, out),
+                (to_zero, out),
+                (to_dir, out),
+                (big, "larger than 32 MiB"),
+                (pipe, "not a regular file: a named pipe"),
+                (to_secret, out),
+            ]
+        );
+        // A link to a report inside the root is bundled under the name it was found by.
+        assert!(bundle
+            .markdown
+            .contains(&format!("Source: `{}`", inside.display())));
+        assert!(bundle
+            .markdown
+            .contains("## Skipped files\n\n6 files under the analysis root not bundled:\n"));
     }
 
     #[test]

@@ -32,3 +32,4 @@ pub(crate) mod testutil;
 pub(crate) mod tools;
 pub mod trace;
 pub(crate) mod triage;
+pub(crate) mod untrusted_file;

@@ -18,18 +18,27 @@ pub(crate) fn shared_trace_path(name: &str) -> PathBuf {
 /// `host`, GPU ops on pid `gpu` stream `7`. `build` returns a copy.
 pub(crate) struct TraceFixture {
     trace: Trace,
+    /// The pid of the CPU events added next ([`TraceFixture::on_process`]).
+    host: String,
 }
 
 impl TraceFixture {
     pub(crate) fn new() -> Self {
         TraceFixture {
             trace: Trace::default(),
+            host: "host".to_string(),
         }
+    }
+
+    /// CPU events added from now on live in process `pid` (a merged multi-process trace).
+    pub(crate) fn on_process(&mut self, pid: &str) -> &mut Self {
+        self.host = pid.to_string();
+        self
     }
 
     fn thread(&mut self, tid: u32) -> (crate::trace::event::Sym, crate::trace::event::Sym) {
         (
-            self.trace.strings.intern("host"),
+            self.trace.strings.intern(&self.host),
             self.trace.strings.intern(&tid.to_string()),
         )
     }

@@ -21,7 +21,7 @@ use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::Trace;
 use crate::trace::evidence::evidence;
 use crate::trace::graph_capture::graph_capture;
-use crate::trace::link::{link, Linked};
+use crate::trace::link::{collision_note, link, Linked};
 use crate::trace::model::model_class;
 use crate::trace::read::read_trace;
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
@@ -108,7 +108,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         Some(path) => Some(discover(path, request.rank)?),
         None => None,
     };
-    check_run_logs(request, &traces_set, mapping_set.as_ref())?;
+    let log_notes = check_run_logs(request, &traces_set, mapping_set.as_ref())?;
     let plugin_set = load_plugins(&request.plugin_dirs)?;
     let Catalog {
         families,
@@ -140,11 +140,11 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         )?),
         None => None,
     };
-    let server_args = traces_set
+    let server_args_found = traces_set
         .server_args
         .as_ref()
-        .or(mapping_set.as_ref().and_then(|m| m.server_args.as_ref()))
-        .map(|a| &a.values);
+        .or(mapping_set.as_ref().and_then(|m| m.server_args.as_ref()));
+    let server_args = server_args_found.map(|a| &a.values);
 
     let staged = staged_traces(&traces, &formal);
     let options = KernelTableOptions {
@@ -199,6 +199,12 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(read_notes(&mapping_traces));
     notes.extend(plugin_notes(&plugin_set));
     notes.extend(pid_notes);
+    notes.extend(log_notes);
+    let all_linked = formal
+        .linked
+        .iter()
+        .chain(mapping.iter().flat_map(|m| &m.linked));
+    notes.extend(all_linked.filter_map(collision_note));
     // A named engine the evidence contradicts: honoured, and said on stderr and here.
     for chosen in std::iter::once(selection).chain(mapping.as_ref().map(|m| &m.selection)) {
         if let Some(warning) = &chosen.warning {
@@ -221,6 +227,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         model: server_args.and_then(model_name),
         model_class: traces.iter().chain(&mapping_traces).find_map(model_class),
         server_args: server_args.cloned().unwrap_or_default(),
+        server_args_path: server_args_found.map(|a| a.path.display().to_string()),
         stages,
         notes,
         mapping_framework: mapping.as_ref().map(|m| framework_info(&m.selection)),
@@ -232,12 +239,13 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     })
 }
 
-/// The diffusion-backend gate over `--run-log` and the logs beside the traces.
+/// The diffusion-backend gate over `--run-log` and the logs beside the traces; the notes
+/// name logs skipped or scanned in part.
 fn check_run_logs(
     request: &TriageRequest,
     traces: &TraceSet,
     mapping: Option<&TraceSet>,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let mut dirs = Vec::new();
     for set in std::iter::once(traces).chain(mapping) {
         let files: Vec<&Path> = set.files.iter().map(|f| f.path.as_path()).collect();

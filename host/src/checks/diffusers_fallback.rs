@@ -8,9 +8,16 @@
 //! * Python frames of the trace inside a `diffusers/pipelines/` source tree.
 //!
 //! The predecessor only told the agent to check this (no script did); here it is enforced.
+//!
+//! Logs are read as files someone else may control ([`crate::untrusted_file`]): only the
+//! first [`SCAN_BYTES`] of each are scanned (the engines print the backend choice while
+//! loading the model, at start-up), and a FIFO or device is never read. A `--run-log` that
+//! is not a plain file is a usage error (exit 2); a `*.log` beside the traces that is not
+//! one, or cannot be read, is skipped and named in the notes, as is a log longer than the
+//! part scanned.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use llm_triage_plugin_api::scan::has_dir_run;
@@ -18,6 +25,7 @@ use llm_triage_plugin_api::scan::has_dir_run;
 use crate::error::{Result, TriageError};
 use crate::trace::event::Trace;
 use crate::trace::evidence::python_file;
+use crate::untrusted_file::{open_regular, size_text, Links, Refusal};
 
 /// Log lines that mean the run used the diffusers backend, exactly as the engines print them.
 pub(crate) const PHRASES: [&str; 3] = [
@@ -25,6 +33,11 @@ pub(crate) const PHRASES: [&str; 3] = [
     "Using diffusers backend",
     "Loaded diffusers pipeline",
 ];
+
+/// How much of each log is scanned: the start of a run, where the engines say which
+/// backend they load (SGLang logs its diffusers fallback while loading the model). A
+/// bound, so an 8 GB log or `/dev/zero` costs at most this much reading and memory.
+pub(crate) const SCAN_BYTES: u64 = 16 << 20;
 
 /// The directory run of the diffusers pipelines' own source files.
 const DIFFUSERS_PIPELINES: &[&str] = &["diffusers", "pipelines"];
@@ -70,10 +83,12 @@ pub(crate) fn log_dirs(input: &Path, trace_files: &[&Path]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The logs to scan for a triage: every `--run-log`, then every `*.log` file in the
-/// directories given (the traces' directories and the input directory), each once.
-pub(crate) fn logs_to_scan(explicit: &[PathBuf], dirs: &[PathBuf]) -> Vec<PathBuf> {
-    let mut logs: Vec<PathBuf> = explicit.to_vec();
+/// The logs to scan for a triage: every `--run-log`, then every `*.log` entry in the
+/// directories given (the traces' directories and the input directory), each once, and
+/// whether it was named explicitly. Entries are not judged here: a FIFO named `x.log`
+/// is skipped, and noted, by [`check_logs`].
+pub(crate) fn logs_to_scan(explicit: &[PathBuf], dirs: &[PathBuf]) -> Vec<(PathBuf, bool)> {
+    let mut logs: Vec<(PathBuf, bool)> = explicit.iter().map(|l| (l.clone(), true)).collect();
     let unique_dirs: BTreeSet<&PathBuf> = dirs.iter().collect();
     for dir in unique_dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -81,53 +96,90 @@ pub(crate) fn logs_to_scan(explicit: &[PathBuf], dirs: &[PathBuf]) -> Vec<PathBu
         };
         let mut found: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "log"))
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .filter(|p| !std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
             .collect();
         found.sort();
         for log in found {
-            if !logs.contains(&log) {
-                logs.push(log);
+            if !logs.iter().any(|(l, _)| *l == log) {
+                logs.push((log, false));
             }
         }
     }
     logs
 }
 
-/// The first phrase in `log`, if any. Lines are read as bytes (logs are not always UTF-8).
-pub(crate) fn scan_log(log: &Path) -> Result<Option<LogHit>> {
-    let file = std::fs::File::open(log)
-        .map_err(|e| TriageError::input(log, format!("cannot read run log: {e}")))?;
-    let mut reader = std::io::BufReader::new(file);
+/// What one log scan found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Scanned {
+    pub hit: Option<LogHit>,
+    /// The log's length when it is longer than the part scanned ([`SCAN_BYTES`]).
+    pub cut_at_length: Option<u64>,
+}
+
+/// The first phrase in the first [`SCAN_BYTES`] of `log`, if any. Lines are read as bytes
+/// (logs are not always UTF-8); a line is at most the part scanned, so memory is bounded.
+pub(crate) fn scan_log(log: &Path) -> Result<Scanned, Refusal> {
+    let file = open_regular(log, Links::Follow)?;
+    let length = file.metadata().map_err(Refusal::Io)?.len();
+    let mut reader = std::io::BufReader::new(file.take(SCAN_BYTES));
     let finders: Vec<(memchr::memmem::Finder<'_>, &'static str)> = PHRASES
         .iter()
         .map(|p| (memchr::memmem::Finder::new(p.as_bytes()), *p))
         .collect();
+    let cut_at_length = (length > SCAN_BYTES).then_some(length);
     let mut line = Vec::new();
     let mut number = 0;
     loop {
         line.clear();
-        let read = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| TriageError::input(log, format!("cannot read run log: {e}")))?;
+        let read = reader.read_until(b'\n', &mut line).map_err(Refusal::Io)?;
         if read == 0 {
-            return Ok(None);
+            return Ok(Scanned {
+                hit: None,
+                cut_at_length,
+            });
         }
         number += 1;
         if let Some((_, phrase)) = finders.iter().find(|(f, _)| f.find(&line).is_some()) {
-            return Ok(Some(LogHit {
-                log: log.to_path_buf(),
-                line: number,
-                phrase,
-            }));
+            return Ok(Scanned {
+                hit: Some(LogHit {
+                    log: log.to_path_buf(),
+                    line: number,
+                    phrase,
+                }),
+                cut_at_length: None,
+            });
         }
     }
 }
 
-/// Scans every log; the first hit stops the triage (exit 3). A `--run-log` that cannot be
-/// read is an input error too: the user asked for it.
-pub(crate) fn check_logs(explicit: &[PathBuf], dirs: &[PathBuf]) -> Result<()> {
-    for log in logs_to_scan(explicit, dirs) {
-        if let Some(hit) = scan_log(&log)? {
+/// Scans every log; the first hit stops the triage (exit 3). A `--run-log` that is not a
+/// plain file is a usage error (exit 2), one that cannot be read an input error (exit 3):
+/// the user asked for it. A log found beside the traces that is not a plain file or cannot
+/// be read is skipped. Returns the notes: logs skipped, logs scanned only in part.
+pub(crate) fn check_logs(explicit: &[PathBuf], dirs: &[PathBuf]) -> Result<Vec<String>> {
+    let mut notes = Vec::new();
+    for (log, named) in logs_to_scan(explicit, dirs) {
+        let scanned = match scan_log(&log) {
+            Ok(scanned) => scanned,
+            Err(Refusal::NotRegular(what)) if named => {
+                return Err(TriageError::Usage(format!(
+                    "--run-log {}: not a regular file ({what}); pass the log file itself",
+                    log.display()
+                )))
+            }
+            Err(Refusal::Io(e)) if named => {
+                return Err(TriageError::input(
+                    &log,
+                    format!("cannot read run log: {e}"),
+                ))
+            }
+            Err(why) => {
+                notes.push(format!("run log skipped: {} ({why})", log.display()));
+                continue;
+            }
+        };
+        if let Some(hit) = scanned.hit {
             return Err(TriageError::input(
                 &hit.log,
                 format!(
@@ -136,8 +188,16 @@ pub(crate) fn check_logs(explicit: &[PathBuf], dirs: &[PathBuf]) -> Result<()> {
                 ),
             ));
         }
+        if let Some(length) = scanned.cut_at_length {
+            notes.push(format!(
+                "run log scanned in part: {} (its first {} of {length} bytes were checked for \
+                 the diffusers fallback)",
+                log.display(),
+                size_text(SCAN_BYTES)
+            ));
+        }
     }
-    Ok(())
+    Ok(notes)
 }
 
 /// Python frames of `trace` under `diffusers/pipelines/`, and the most frequent such file.
@@ -189,12 +249,12 @@ mod tests {
             let log = dir.path().join(format!("run{i}.log"));
             let text = format!("INFO start\nWARN x\n[2026-08-01 10:00:00] {phrase} for Wan2.2\n");
             std::fs::write(&log, text).unwrap();
-            let hit = scan_log(&log).unwrap().unwrap();
+            let hit = scan_log(&log).unwrap().hit.unwrap();
             assert_eq!((hit.line, hit.phrase), (3, *phrase));
         }
         let clean = dir.path().join("clean.txt");
         std::fs::write(&clean, "Using sglang backend\nLoaded pipeline\n").unwrap();
-        assert_eq!(scan_log(&clean).unwrap(), None);
+        assert_eq!(scan_log(&clean).unwrap().hit, None);
     }
 
     #[test]
@@ -211,9 +271,9 @@ mod tests {
         assert_eq!(
             logs,
             vec![
-                PathBuf::from("/elsewhere/server.txt"),
-                dir.path().join("a.log"),
-                dir.path().join("b.log"),
+                (PathBuf::from("/elsewhere/server.txt"), true),
+                (dir.path().join("a.log"), false),
+                (dir.path().join("b.log"), false),
             ]
         );
         let err = check_logs(&explicit, &[]).unwrap_err();

@@ -1,5 +1,6 @@
 //! `llm-triage bundle`: saved reports into one markdown document, to stdout or
-//! `--output` (its parent directories created).
+//! `--output` (its parent directories created). Files of the root left out are listed at
+//! the end of the document and counted on stderr.
 
 use crate::bundle::{self, BundleRequest};
 use crate::cli::{BundleArgs, GlobalArgs};
@@ -14,7 +15,14 @@ pub fn exec(args: &BundleArgs, _global: &GlobalArgs) -> Result<()> {
         include_toc: !args.no_toc,
         generated_at: crate::dates::now_secs(),
     };
-    let text = bundle::bundle(&request)?;
+    let bundle = bundle::bundle(&request)?;
+    if !bundle.skipped.is_empty() {
+        eprintln!(
+            "llm-triage: warning: {} file{} under the analysis root not bundled (listed under \"Skipped files\")",
+            bundle.skipped.len(),
+            if bundle.skipped.len() == 1 { "" } else { "s" }
+        );
+    }
     match &args.output {
         Some(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -23,8 +31,8 @@ pub fn exec(args: &BundleArgs, _global: &GlobalArgs) -> Result<()> {
                     message: format!("cannot create directory: {e}"),
                 })?;
             }
-            write_text(path, &text)
+            write_text(path, &bundle.markdown)
         }
-        None => print_stdout(&text),
+        None => print_stdout(&bundle.markdown),
     }
 }

@@ -22,6 +22,10 @@ pub struct Report {
     pub model_class: Option<String>,
     /// All top-level server args, as found in `server_args.json`.
     pub server_args: serde_json::Map<String, serde_json::Value>,
+    /// The `server_args.json` that `model` and `server_args` come from (found only inside
+    /// the input's capture layout); `None` when there is none.
+    #[serde(default)]
+    pub server_args_path: Option<String>,
     pub stages: Vec<StageReport>,
     /// Notes about the whole run: skipped events, unlinked kernels, other ranks.
     pub notes: Vec<String>,

@@ -65,6 +65,7 @@ pub(super) fn report(stages: Vec<StageReport>) -> Report {
         model: None,
         model_class: None,
         server_args: serde_json::Map::new(),
+        server_args_path: None,
         stages,
         notes: Vec::new(),
         mapping_framework: None,

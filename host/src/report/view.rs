@@ -246,6 +246,10 @@ fn header_lines(report: &Report) -> Vec<String> {
     if !args.is_empty() {
         lines.push(format!("Server args: {}", args.join(", ")));
     }
+    // Which file the model and args come from, so a reader can judge whose it is.
+    if let Some(path) = &report.server_args_path {
+        lines.push(format!("Server args file: {path}"));
+    }
     lines
 }
 

@@ -12,6 +12,18 @@
 //!
 //! Frame and op nesting come from time containment on one thread, found by one sweep
 //! per thread over intervals sorted by start (O(n log n)), never by scanning.
+//!
+//! Correlation and External ids are numbered per process, so in a trace merged from
+//! several processes (SGLang's merger keeps every rank's events, their pids labelled
+//! `[TP01] 4242`) two ranks reuse the same ids. They are matched within the kernel's
+//! process: the launching process a GPU track (its pid) belongs to is the one whose
+//! calls carry the track's correlations where only one process has them; a track with no
+//! such correlation belongs to the process whose pid text shares the longest start with
+//! its own (`[TP01] 1` with `[TP01] 4242`), if exactly one does. A kernel whose process
+//! stays unknown takes the latest call at or before it across processes, ties broken by
+//! pid text, so the result never depends on event order. A correlation repeated inside
+//! one process is a collision: the latest call at or before the kernel wins, and the
+//! collisions are counted for the notes.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -62,6 +74,24 @@ pub struct Linked {
     /// [`StackId`] -> Python frame names, outer..inner. Identical stacks are stored once.
     pub stacks: Vec<Vec<Sym>>,
     pub counts: LinkCounts,
+    /// GPU ops whose correlation several runtime calls of their process share.
+    pub collisions: u64,
+}
+
+/// The note for [`Linked::collisions`], when there are any.
+pub fn collision_note(linked: &Linked) -> Option<String> {
+    match linked.collisions {
+        0 => None,
+        1 => Some(
+            "1 GPU op matched a correlation id that several runtime calls of its process share \
+             (the latest call at or before it was taken)"
+                .to_string(),
+        ),
+        n => Some(format!(
+            "{n} GPU ops matched a correlation id that several runtime calls of their process \
+             share (the latest call at or before each was taken)"
+        )),
+    }
 }
 
 impl Linked {
@@ -78,7 +108,7 @@ pub fn is_graph_launch(name: &str) -> bool {
 
 /// Links every GPU op of `trace` to its runtime call, cpu_op and Python stack.
 pub fn link(trace: &Trace) -> Linked {
-    let runtime_of = runtime_calls_of_ops(trace);
+    let (runtime_of, collisions) = runtime_calls_of_ops(trace);
     let ops_by_external = index_cpu_ops_by_external_id(trace, &runtime_of);
 
     // Where and when each op was launched: (thread, CPU time), if known.
@@ -167,6 +197,7 @@ pub fn link(trace: &Trace) -> Linked {
         sites,
         stacks,
         counts,
+        collisions,
     }
 }
 
@@ -177,27 +208,140 @@ fn contains_time(start: Ns, end: Ns, t: Ns) -> bool {
     start <= t + TOLERANCE_NS && t <= end + TOLERANCE_NS
 }
 
-/// The runtime call of each GPU op, by correlation. When a correlation repeats, the
-/// call that started last at or before the op wins (else the earliest one).
-fn runtime_calls_of_ops(trace: &Trace) -> Vec<Option<u32>> {
-    // Call indices sorted by (correlation, start); a stable sort keeps the file order of
-    // equal starts. 4 bytes a call, no table of lists.
+/// The runtime call of each GPU op, by (process, correlation), and how many ops matched a
+/// correlation repeated inside their process. When a correlation repeats, the call that
+/// started last at or before the op wins (else the earliest one).
+fn runtime_calls_of_ops(trace: &Trace) -> (Vec<Option<u32>>, u64) {
+    // Call indices sorted by (correlation, process, start); a stable sort keeps the file
+    // order of equal starts. 4 bytes a call, no table of lists.
     let mut by_correlation: Vec<u32> = (0..trace.runtime.len() as u32).collect();
     by_correlation.sort_by_key(|&c| {
         let call = &trace.runtime[c as usize];
-        (call.correlation, call.ts)
+        (call.correlation, call.pid, call.ts)
     });
-    trace
+    let calls_of = |correlation: u64| {
+        equal_range(&by_correlation, |&c| {
+            trace.runtime[c as usize].correlation.cmp(&correlation)
+        })
+    };
+    let owners = track_owners(trace, &calls_of);
+    let mut collisions = 0;
+    let runtime_of = trace
         .gpu_ops
         .iter()
         .map(|op| {
-            let correlation = op.correlation?;
-            let calls = equal_range(&by_correlation, |&c| {
-                trace.runtime[c as usize].correlation.cmp(&correlation)
-            });
-            nearest_start_at_or_before(calls, |&c| trace.runtime[c as usize].ts, op.ts)
+            let calls = calls_of(op.correlation?);
+            let one_process = calls
+                .first()
+                .is_some_and(|&f| calls.iter().all(|&c| same_process(trace, f, c)));
+            let own = if one_process {
+                calls
+            } else if let Some(&owner) = owners.get(&op.pid) {
+                equal_range(calls, |&c| trace.runtime[c as usize].pid.cmp(&owner))
+            } else {
+                &[]
+            };
+            if own.is_empty() {
+                return latest_across_processes(trace, calls, op.ts);
+            }
+            collisions += u64::from(own.len() > 1);
+            nearest_start_at_or_before(own, |&c| trace.runtime[c as usize].ts, op.ts)
         })
-        .collect()
+        .collect();
+    (runtime_of, collisions)
+}
+
+fn same_process(trace: &Trace, a: u32, b: u32) -> bool {
+    trace.runtime[a as usize].pid == trace.runtime[b as usize].pid
+}
+
+/// The launching process of each GPU track (GPU op pid), for traces with more than one
+/// process that launches: by the correlations only one process has, else by the longest
+/// shared start of the pid texts (when exactly one process has it). Empty for a trace with
+/// one launching process, where every correlation is matched as it is.
+fn track_owners<'c>(trace: &Trace, calls_of: &impl Fn(u64) -> &'c [u32]) -> HashMap<Sym, Sym> {
+    // One pass, no allocation, for the usual trace of one process.
+    let first = trace.runtime.first().map(|c| c.pid);
+    if trace.runtime.iter().all(|c| Some(c.pid) == first) {
+        return HashMap::default();
+    }
+    let mut processes: Vec<Sym> = trace.runtime.iter().map(|c| c.pid).collect();
+    processes.sort_unstable();
+    processes.dedup();
+    // (track, process) -> correlations of the track that only that process has.
+    let mut votes: HashMap<(Sym, Sym), u64> = HashMap::default();
+    let mut tracks: Vec<Sym> = Vec::new();
+    for op in &trace.gpu_ops {
+        tracks.push(op.pid);
+        let Some(correlation) = op.correlation else {
+            continue;
+        };
+        let calls = calls_of(correlation);
+        let Some(&first) = calls.first() else {
+            continue;
+        };
+        if calls.iter().all(|&c| same_process(trace, first, c)) {
+            *votes
+                .entry((op.pid, trace.runtime[first as usize].pid))
+                .or_default() += 1;
+        }
+    }
+    tracks.sort_unstable();
+    tracks.dedup();
+    let mut owners = HashMap::default();
+    for track in tracks {
+        let best = processes
+            .iter()
+            .map(|&p| (votes.get(&(track, p)).copied().unwrap_or(0), p))
+            .filter(|(n, _)| *n > 0)
+            .max_by(|a, b| a.0.cmp(&b.0).then(trace.name(b.1).cmp(trace.name(a.1))));
+        let owner = match best {
+            Some((_, process)) => Some(process),
+            None => by_shared_start(trace, track, &processes),
+        };
+        if let Some(owner) = owner {
+            owners.insert(track, owner);
+        }
+    }
+    owners
+}
+
+/// The one process whose pid text shares the longest non-empty start with the track's
+/// (`[TP01] 4242` for `[TP01] 1`); `None` when none or several do.
+fn by_shared_start(trace: &Trace, track: Sym, processes: &[Sym]) -> Option<Sym> {
+    let text = trace.name(track);
+    let shared = |p: Sym| {
+        text.chars()
+            .zip(trace.name(p).chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let longest = processes.iter().map(|&p| shared(p)).max()?;
+    let mut best = processes.iter().filter(|&&p| shared(p) == longest);
+    match (best.next(), best.next()) {
+        (Some(&p), None) if longest > 0 => Some(p),
+        _ => None,
+    }
+}
+
+/// A kernel whose process is unknown: the latest call at or before it across every
+/// process, else the earliest; ties by pid text, so event order never decides.
+fn latest_across_processes(trace: &Trace, calls: &[u32], t: Ns) -> Option<u32> {
+    let key = |&c: &u32| {
+        let call = &trace.runtime[c as usize];
+        (call.ts, trace.name(call.pid))
+    };
+    let before = calls
+        .iter()
+        .filter(|&&c| trace.runtime[c as usize].ts <= t + TOLERANCE_NS)
+        .max_by(|a, b| {
+            let (ta, pa) = key(a);
+            let (tb, pb) = key(b);
+            ta.cmp(&tb).then(pb.cmp(pa))
+        });
+    before
+        .or_else(|| calls.iter().min_by(|a, b| key(a).cmp(&key(b))))
+        .copied()
 }
 
 /// The run of `sorted` whose key compares equal (`order` gives key vs wanted).
@@ -256,15 +400,24 @@ fn index_cpu_ops_by_external_id(trace: &Trace, runtime_of: &[Option<u32>]) -> Op
     OpsByExternalId(ops)
 }
 
-/// The candidate on the launching thread that contains the launch, else the one that
-/// started last before it, else the first.
+/// The candidate on the launching thread that contains the launch, else the one of the
+/// launching process that started last before it, else that process's first. External
+/// ids are numbered per process: another process's op with the same id is never taken.
 fn pick_cpu_op(trace: &Trace, candidates: &[u32], thread: Thread, t: Ns) -> Option<u32> {
     let on_thread_containing = candidates.iter().rev().copied().find(|&c| {
         let op = &trace.cpu_ops[c as usize];
         (op.pid, op.tid) == thread && contains_time(op.ts, op.ts + op.dur, t)
     });
-    on_thread_containing
-        .or_else(|| nearest_start_at_or_before(candidates, |&c| trace.cpu_ops[c as usize].ts, t))
+    if on_thread_containing.is_some() {
+        return on_thread_containing;
+    }
+    let in_process = |c: &u32| trace.cpu_ops[*c as usize].pid == thread.0;
+    let start = |c: &u32| trace.cpu_ops[*c as usize].ts;
+    if candidates.iter().all(in_process) {
+        return nearest_start_at_or_before(candidates, start, t);
+    }
+    let own: Vec<u32> = candidates.iter().copied().filter(in_process).collect();
+    nearest_start_at_or_before(&own, start, t)
 }
 
 /// An open interval of the sweep: where it ends, and the event it came from.
@@ -497,6 +650,117 @@ mod tests {
         assert_eq!(linked.sites[0].runtime, Some(1));
         // Nothing starts before it: the earliest call.
         assert_eq!(linked.sites[1].runtime, Some(0));
+    }
+
+    /// Issue 15 point 10: two processes of a merged trace (SGLang's merger labels every
+    /// pid with its rank) number their correlations alike. Each kernel links to the launch
+    /// of its own process, whatever the order of the events; only a repeat inside one
+    /// process is a collision.
+    #[test]
+    fn correlations_are_matched_within_the_kernels_process_in_any_event_order() {
+        type Add = fn(&mut TraceFixture);
+        let rank0: [Add; 5] = [
+            |b| {
+                b.on_process("[TP00] 100");
+                b.frame("rank0.py(1): forward", 0, 10_000, 1);
+            },
+            |b| {
+                b.on_process("[TP00] 100");
+                b.runtime("cudaLaunchKernel", 100, 10, 1, 1, None);
+            },
+            |b| {
+                b.on_process("[TP00] 100");
+                b.runtime("cudaLaunchKernel", 300, 10, 1, 2, None);
+            },
+            |b| {
+                b.on_process("[TP00] 100");
+                b.runtime("cudaLaunchKernel", 400, 10, 1, 3, None);
+                b.runtime("cudaLaunchKernel", 500, 10, 1, 3, None);
+            },
+            |b| {
+                b.gpu_op_on("[TP00] 0", "k1_rank0", 1000, 10, Some(1), None);
+                b.gpu_op_on("[TP00] 0", "k2_rank0", 2000, 10, Some(2), None);
+                b.gpu_op_on("[TP00] 0", "k3_rank0", 3000, 10, Some(3), None);
+            },
+        ];
+        let rank1: [Add; 4] = [
+            |b| {
+                b.on_process("[TP01] 200");
+                b.frame("rank1.py(2): forward", 0, 10_000, 1);
+            },
+            |b| {
+                b.on_process("[TP01] 200");
+                b.runtime("cudaLaunchKernel", 150, 10, 1, 1, None);
+            },
+            |b| {
+                b.on_process("[TP01] 200");
+                b.runtime("cudaLaunchKernel", 300, 10, 1, 2, None);
+            },
+            |b| {
+                b.gpu_op_on("[TP01] 1", "k1_rank1", 1100, 10, Some(1), None);
+                b.gpu_op_on("[TP01] 1", "k2_rank1", 2100, 10, Some(2), None);
+            },
+        ];
+        let located = |adds: Vec<Add>| {
+            let mut b = TraceFixture::new();
+            for add in adds {
+                add(&mut b);
+            }
+            let trace = b.build();
+            let linked = link(&trace);
+            let mut by_kernel: Vec<(String, Vec<String>)> = (0..trace.gpu_ops.len())
+                .map(|i| {
+                    let name = trace.name(trace.gpu_ops[i].name).to_string();
+                    (name, frame_names(&trace, &linked, i))
+                })
+                .collect();
+            by_kernel.sort();
+            by_kernel
+        };
+        let forward: Vec<Add> = rank0.iter().chain(&rank1).copied().collect();
+        let backward: Vec<Add> = forward.iter().rev().copied().collect();
+        let interleaved: Vec<Add> = rank1.iter().chain(&rank0).copied().collect();
+        let r0 = || vec!["rank0.py(1): forward".to_string()];
+        let r1 = || vec!["rank1.py(2): forward".to_string()];
+        let want = vec![
+            ("k1_rank0".to_string(), r0()),
+            ("k1_rank1".to_string(), r1()),
+            ("k2_rank0".to_string(), r0()),
+            ("k2_rank1".to_string(), r1()),
+            ("k3_rank0".to_string(), r0()),
+        ];
+        for order in [forward, backward, interleaved] {
+            assert_eq!(located(order), want);
+        }
+    }
+
+    /// A correlation repeated inside one process is a collision, counted for the notes
+    /// (the latest call at or before the kernel still wins); the same id in two processes
+    /// is not.
+    #[test]
+    fn only_a_correlation_repeated_inside_one_process_is_a_collision() {
+        let mut b = TraceFixture::new();
+        b.on_process("[TP00] 100");
+        b.runtime("cudaLaunchKernel", 100, 10, 1, 1, None);
+        b.runtime("cudaLaunchKernel", 400, 10, 1, 3, None);
+        b.runtime("cudaLaunchKernel", 500, 10, 1, 3, None);
+        b.on_process("[TP01] 200");
+        b.runtime("cudaLaunchKernel", 150, 10, 1, 1, None);
+        b.gpu_op_on("[TP00] 0", "k1", 1000, 10, Some(1), None);
+        b.gpu_op_on("[TP01] 1", "k1", 1100, 10, Some(1), None);
+        b.gpu_op_on("[TP00] 0", "k3", 3000, 10, Some(3), None);
+        let trace = b.build();
+        let linked = link(&trace);
+        let runtime: Vec<Option<u32>> = linked.sites.iter().map(|s| s.runtime).collect();
+        assert_eq!(runtime, [Some(0), Some(3), Some(2)]);
+        assert_eq!(linked.collisions, 1);
+        assert_eq!(
+            collision_note(&linked).as_deref(),
+            Some(
+                "1 GPU op matched a correlation id that several runtime calls of its process \
+                 share (the latest call at or before it was taken)"
+            )
+        );
     }
 
     #[test]

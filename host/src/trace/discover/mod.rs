@@ -10,6 +10,15 @@
 //! * vLLM: `{prefill,decode}/rank0.*` or `<host>_<pid>.<ts>.pt.trace.json.gz` (no rank).
 //! * TensorRT-LLM: `trace-{prefill,decode}[-rank-<r>].json` (a generic name, sniffed).
 //!
+//! `server_args.json` is read only from inside the input's own capture layout, never from
+//! an arbitrary parent (another user can write to a shared `/tmp`): for a file, its own
+//! directory; for a directory, the directory tree itself (the input, each trace's
+//! directory and its parent inside the input, one or two levels below the input). In both
+//! cases, when the directory is a stage directory (`prefill`, `decode`, `extend`), the
+//! directory above it is the capture root the capture command writes
+//! (`capture-<ms>/{prefill,decode}/` beside `capture-<ms>/server_args.json`), and is
+//! looked at too.
+//!
 //! One file per stage is analysed, of one rank; every file left out is named in
 //! `notes`, never dropped silently (the predecessor analysed one file per stage and said
 //! nothing of the others). In a directory every `*.json[.gz]` is judged by its first
@@ -27,6 +36,7 @@ use regex::Regex;
 
 use crate::error::TriageError;
 use crate::trace::stage::{stage_from_path, Stage};
+use crate::untrusted_file::{read_capped, special_kind, Links};
 
 /// One trace file to analyse.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,8 +95,10 @@ fn discover_file(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageErro
             "--rank {wanted} ignored: the input is a single file, read as given"
         ));
     }
-    let parent = parent_dir(&absolute(input));
-    let server_args = find_server_args(&[parent.clone(), parent_dir(&parent)], &[])?;
+    let dir = parent_dir(&absolute(input));
+    let mut near = vec![dir.clone()];
+    near.extend(capture_root_of_stage_dir(&dir));
+    let server_args = find_server_args(&near, &[])?;
     Ok(TraceSet {
         input: input.to_path_buf(),
         files: vec![file],
@@ -155,16 +167,20 @@ fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError
         (a.path_stage.order(), file_name(&a.path)).cmp(&(b.path_stage.order(), file_name(&b.path)))
     });
 
-    // Beside each trace, one level up, then around the input directory.
+    // Beside each trace, one level up while inside the input, then the input directory
+    // (and the capture root above it when the input is a stage directory).
+    let input_dir = absolute(input);
     let mut near: Vec<PathBuf> = Vec::new();
     for f in &files {
         let dir = parent_dir(&absolute(&f.path));
         let up = parent_dir(&dir);
         near.push(dir);
-        near.push(up);
+        if up.starts_with(&input_dir) {
+            near.push(up);
+        }
     }
-    near.push(absolute(input));
-    near.push(parent_dir(&absolute(input)));
+    near.push(input_dir.clone());
+    near.extend(capture_root_of_stage_dir(&input_dir));
     let server_args = find_server_args(&near, &[input.to_path_buf()])?;
     Ok(TraceSet {
         input: input.to_path_buf(),
@@ -227,15 +243,30 @@ fn walk(root: &Path, notes: &mut Vec<String>) -> Result<(Vec<Found>, Vec<NotTrac
         };
         let mut subdirs = Vec::new();
         for path in entries {
-            let Ok(meta) = fs::metadata(&path) else {
-                continue; // a dangling symlink
+            let meta = match fs::metadata(&path) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    if is_json_named(&path) {
+                        let reason = match e.kind() {
+                            std::io::ErrorKind::NotFound => "a broken symbolic link".to_string(),
+                            _ => format!("cannot access: {e}"),
+                        };
+                        not_traces.push(NotTrace { path, reason });
+                    }
+                    continue;
+                }
             };
             if meta.is_dir() {
                 if depth < MAX_DEPTH {
                     subdirs.push((path, depth + 1));
                 }
-            } else if !meta.is_file() {
+            } else if let Some(what) = special_kind(&meta.file_type()) {
                 // A FIFO or a device is never opened: reading one could block forever.
+                // Named like a trace, it is listed like any other JSON file that is not one.
+                if is_json_named(&path) {
+                    let reason = format!("not a regular file: {what}");
+                    not_traces.push(NotTrace { path, reason });
+                }
             } else if let Err(reason) = judge_file(&path) {
                 if let Some(reason) = reason {
                     not_traces.push(NotTrace { path, reason });
@@ -466,13 +497,17 @@ fn newest_per_stage(candidates: Vec<Found>, notes: &mut Vec<String>) -> Vec<Trac
 /// it) is judged like a generic `.json`. `server_args.json` is read as the engine's
 /// arguments, so it is not listed. Only the first few KB are ever read.
 fn judge_file(path: &Path) -> Result<(), Option<String>> {
-    let lower = file_name(path).to_ascii_lowercase();
-    let json_named =
-        lower.ends_with(".json") || lower.ends_with(".json.gz") || lower.contains(".pt.trace.json");
-    if !json_named {
+    if !is_json_named(path) {
         return Err(None);
     }
+    let lower = file_name(path).to_ascii_lowercase();
     sniff(path).map_err(|why| (lower != "server_args.json").then_some(why))
+}
+
+/// `*.json`, `*.json.gz`, `*.pt.trace.json*`: the names a directory walk judges and lists.
+fn is_json_named(path: &Path) -> bool {
+    let lower = file_name(path).to_ascii_lowercase();
+    lower.ends_with(".json") || lower.ends_with(".json.gz") || lower.contains(".pt.trace.json")
 }
 
 /// How much of a generic JSON file is read to decide.
@@ -603,6 +638,13 @@ fn find_server_args(
     Ok(None)
 }
 
+/// The capture root above `dir` when `dir` is one of its stage directories
+/// (`capture-<ms>/decode/`): part of the same capture layout.
+fn capture_root_of_stage_dir(dir: &Path) -> Option<PathBuf> {
+    let name = file_name(dir).to_ascii_lowercase();
+    matches!(name.as_str(), "prefill" | "decode" | "extend").then(|| parent_dir(dir))
+}
+
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
     read_dir_sorted(dir)
         .unwrap_or_default()
@@ -611,9 +653,12 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The most a `server_args.json` may hold; real ones are a few KiB.
+const MAX_SERVER_ARGS_BYTES: u64 = 1 << 20;
+
 fn parse_server_args(path: &Path) -> Result<ServerArgs, TriageError> {
-    let bytes =
-        fs::read(path).map_err(|e| TriageError::input(path, format!("cannot read: {e}")))?;
+    let bytes = read_capped(path, MAX_SERVER_ARGS_BYTES, Links::Follow)
+        .map_err(|why| TriageError::input(path, why.to_string()))?;
     match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Ok(serde_json::Value::Object(values)) => Ok(ServerArgs {
             path: path.to_path_buf(),

@@ -491,3 +491,100 @@ fn outer_stage_words_do_not_make_a_workload_layout() {
     assert_eq!(names(&set), ["b.trace.json"]);
     assert_eq!(set.files[0].path_stage, Stage::Extend);
 }
+
+/// Issue 15 point 11: a trace-named link to a device (or a FIFO) is never opened, and
+/// the notes say it was skipped and why, as for any other JSON file that is not a trace.
+#[test]
+fn trace_named_special_files_are_skipped_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    put(root, "run-TP-0.trace.json", TRACE, 0);
+    let zero = root.join("trace.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let null = root.join("null.json.gz");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let pipe = root.join("pipe.pt.trace.json");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dead = root.join("dead.trace.json");
+    std::os::unix::fs::symlink(root.join("gone"), &dead).unwrap();
+    // Not JSON-named: a directory holds many files, only JSON ones are listed.
+    std::os::unix::fs::symlink("/dev/zero", root.join("zero.bin")).unwrap();
+    let set = discover(root, None).unwrap();
+    assert_eq!(names(&set), ["run-TP-0.trace.json"]);
+    assert_eq!(
+        set.notes,
+        [
+            format!(
+                "not a trace, skipped: {} (a broken symbolic link)",
+                dead.display()
+            ),
+            format!(
+                "not a trace, skipped: {} (not a regular file: a device)",
+                null.display()
+            ),
+            format!(
+                "not a trace, skipped: {} (not a regular file: a named pipe)",
+                pipe.display()
+            ),
+            format!(
+                "not a trace, skipped: {} (not a regular file: a device)",
+                zero.display()
+            ),
+        ]
+    );
+}
+
+/// Issue 15 point 7: a `server_args.json` planted in a parent of the input (say, in a
+/// shared `/tmp`) is outside the input's capture layout and never read; the layout's own
+/// file is.
+#[test]
+fn server_args_above_the_capture_layout_are_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path();
+    put(
+        shared,
+        "server_args.json",
+        r#"{"model_path": "planted/Model", "tp_size": 8}"#,
+        0,
+    );
+    let trace = put(shared, "run/trace.json.gz", TRACE, 0);
+    assert_eq!(discover(&trace, None).unwrap().server_args, None);
+    assert_eq!(
+        discover(&shared.join("run"), None).unwrap().server_args,
+        None
+    );
+    // A trace nested below the input: its directory's parent is the input, still inside.
+    put(shared, "run/nested/deeper/x.trace.json", TRACE, 0);
+    let own = put(shared, "run/server_args.json", r#"{"tp_size": 1}"#, 0);
+    for input in [trace, shared.join("run")] {
+        let args = discover(&input, None).unwrap().server_args.unwrap();
+        assert_eq!(
+            (args.path, &args.values["tp_size"]),
+            (own.clone(), &1.into())
+        );
+    }
+}
+
+/// The capture command's own layout, `capture-<ms>/{prefill,decode}/<trace>` with
+/// `capture-<ms>/server_args.json`, keeps working when a stage directory or one of its
+/// traces is the input.
+#[test]
+fn server_args_of_the_capture_root_serve_its_stage_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("capture-1761");
+    let args = put(&root, "server_args.json", r#"{"tp_size": 2}"#, 0);
+    let trace = put(&root, "decode/x-TP-0.trace.json.gz", TRACE, 0);
+    for input in [root.clone(), root.join("decode"), trace] {
+        let found = discover(&input, None).unwrap().server_args;
+        assert_eq!(
+            found.map(|a| a.path),
+            Some(args.clone()),
+            "{}",
+            input.display()
+        );
+    }
+}

@@ -501,6 +501,37 @@ fn unreadable_files() {
     }
 }
 
+/// Issue 15 point 11: links to devices named like traces are skipped, and the notes
+/// say so (the README promises every skipped `*.json[.gz]` is listed with why).
+#[test]
+fn trace_named_links_to_devices_are_listed_as_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "run.trace.json", trace_text(&valid_events()));
+    let zero = dir.path().join("trace.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let null = dir.path().join("other.json.gz");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let report = report_of(dir.path());
+    assert_eq!(kernel_rows(&report), valid_rows());
+    let skipped: Vec<String> = notes(&report)
+        .into_iter()
+        .filter(|n| n.contains("not a regular file"))
+        .collect();
+    assert_eq!(
+        skipped,
+        [
+            format!(
+                "not a trace, skipped: {} (not a regular file: a device)",
+                null.display()
+            ),
+            format!(
+                "not a trace, skipped: {} (not a regular file: a device)",
+                zero.display()
+            ),
+        ]
+    );
+}
+
 #[test]
 fn missing_paths() {
     assert_refused(

@@ -4,6 +4,9 @@
 
 pub(crate) mod support;
 
+mod bundle_root;
 mod fuzz_regressions;
 mod inputs;
 mod overflow;
+mod run_logs;
+mod server_args;
