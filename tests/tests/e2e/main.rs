@@ -29,3 +29,4 @@ mod overlap;
 mod perf_identity;
 mod shared_traces;
 mod trace_identity;
+mod untrusted_text;
