@@ -15,8 +15,9 @@
 //!   the marked parts into code spans and backslash-escapes the rest, and [`plain`] drops
 //!   the marks. So the view says once what is trace text, and each format shows it its way.
 
-/// The longest table cell shown, in characters; a longer one is cut with `…`.
-pub(crate) const MAX_CELL_CHARS: usize = 512;
+/// The longest table cell shown, in characters; a longer one is cut with `…`. Four times
+/// the longest catalog rationale, and far below the 65,535 a format width can pad.
+pub(crate) const MAX_CELL_CHARS: usize = 2048;
 
 /// Around trace text inside a view line (private-use characters; [`trace`] removes any
 /// the text itself holds, so a trace cannot forge a mark).
@@ -84,8 +85,8 @@ pub(crate) fn code_span(text: &str) -> String {
 }
 
 /// A view line as markdown: [`trace`]-marked parts as code spans, the rest [`plain`] with
-/// what markdown would act on backslash-escaped (`\`, `` ` ``, `<`, `>`, `[`, `]`, `|`),
-/// so no trace text becomes HTML, a link or a cell break.
+/// what markdown would act on backslash-escaped (`\`, `` ` ``, `<`, `>`, `[`, `|`), so no
+/// trace text becomes HTML, a link (none opens without `[`) or a cell break.
 pub(crate) fn markdown_inline(line: &str) -> String {
     let mut out = String::with_capacity(line.len() + 8);
     let mut rest = line;
@@ -107,7 +108,7 @@ pub(crate) fn markdown_inline(line: &str) -> String {
 fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in plain(text).chars() {
-        if matches!(c, '\\' | '`' | '<' | '>' | '[' | ']' | '|') {
+        if matches!(c, '\\' | '`' | '<' | '>' | '[' | '|') {
             out.push('\\');
         }
         out.push(c);
