@@ -84,6 +84,22 @@ pub(crate) fn code_span(text: &str) -> String {
     format!("{fence}{space}{body}{space}{fence}")
 }
 
+/// The text of a line that is one whole code span (as [`code_span`] writes it), else
+/// the line unchanged: what a reader of a saved report (`bundle`) takes as the value.
+pub(crate) fn code_span_text(line: &str) -> String {
+    let run = line.chars().take_while(|c| *c == '`').count();
+    let fence = &line[..run];
+    let inner = match line.get(run..line.len().saturating_sub(run)) {
+        Some(inner) if run > 0 && line.len() > 2 * run && line.ends_with(fence) => inner,
+        _ => return line.to_string(),
+    };
+    let inner = match inner.strip_prefix(' ').and_then(|i| i.strip_suffix(' ')) {
+        Some(unpadded) if !unpadded.is_empty() => unpadded,
+        _ => inner,
+    };
+    inner.replace("\\|", "|")
+}
+
 /// A view line as markdown: [`trace`]-marked parts as code spans, the rest [`plain`] with
 /// what markdown would act on backslash-escaped (`\`, `` ` ``, `<`, `>`, `[`, `|`), so no
 /// trace text becomes HTML, a link (none opens without `[`) or a cell break.
@@ -166,6 +182,14 @@ mod tests {
         // A trace cannot forge a mark to leave its code span.
         let forged = trace(&format!("a{CLOSE}<img>"));
         assert_eq!(markdown_inline(&forged), "`a<img>`");
+    }
+
+    #[test]
+    fn a_code_span_reads_back_as_its_text() {
+        for text in ["Qwen/Qwen3-8B", "a`b", "``x", "a|b"] {
+            assert_eq!(code_span_text(&code_span(text)), text);
+        }
+        assert_eq!(code_span_text("plain words"), "plain words");
     }
 
     #[test]
