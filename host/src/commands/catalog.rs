@@ -50,9 +50,7 @@ fn list_rows(catalog: &FusionCatalog, json: bool) -> String {
     let cells: Vec<[String; 4]> = catalog
         .rules
         .iter()
-        .map(|rule| {
-            [&rule.id, &rule.origin, rule.status.label(), &rule.label].map(|c| escape::cell(c))
-        })
+        .map(|rule| [&rule.id, &rule.origin, rule.status.label(), &rule.label].map(escape::cell))
         .collect();
     let width = cells
         .iter()
