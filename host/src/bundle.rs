@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use crate::dates::utc_text;
 use crate::error::{Result, TriageError};
-use crate::report::{self, Format, Report, SCHEMA_VERSION};
+use crate::report::{self, escape, Format, Report, SCHEMA_VERSION};
 use crate::untrusted_file::{read_capped, size_text, Links, Refusal};
 
 /// The most a saved report may hold. Our reports of the largest traces are a few hundred
@@ -418,7 +418,8 @@ fn read_section(entry: &Entry) -> Result<std::result::Result<Section, Skipped>> 
         label: entry.label.clone(),
         path: entry.path.clone(),
         engine,
-        model: line_value(&text, "Model: "),
+        // A report since issue 15 shows the model id as a code span.
+        model: line_value(&text, "Model: ").map(|m| escape::code_span_text(&m)),
         body: normalize(&text, &file_name(&entry.path)),
     }))
 }
@@ -617,10 +618,12 @@ fn render(title: &str, include_toc: bool, generated_at: u64, sections: &[Section
     let mut toc = Vec::new();
     let mut body = Vec::new();
     for (display, label) in &models {
-        toc.push(format!("- [{display}](#{})", slugger.slug(display)));
-        body.push(format!("## {display}"));
+        // The display name and label come from reports and the command line: escaped.
+        let shown = escape::markdown_inline(display);
+        toc.push(format!("- [{shown}](#{})", slugger.slug(display)));
+        body.push(format!("## {shown}"));
         body.push(String::new());
-        body.push(format!("Model id: `{label}`"));
+        body.push(format!("Model id: {}", escape::code_span(label)));
         body.push(String::new());
         let mut reports = groups[label].clone();
         reports.sort_by(|a, b| {
@@ -634,11 +637,14 @@ fn render(title: &str, include_toc: bool, generated_at: u64, sections: &[Section
             slugger.slug(&format!("{} · {}", report.engine, file_name(&report.path)));
             body.push(format!(
                 "### {} · {}",
-                report.engine,
-                file_name(&report.path)
+                escape::markdown_inline(&report.engine),
+                escape::markdown_inline(&file_name(&report.path))
             ));
             body.push(String::new());
-            body.push(format!("Source: `{}`", report.path.display()));
+            body.push(format!(
+                "Source: {}",
+                escape::code_span(&report.path.display().to_string())
+            ));
             body.push(String::new());
             for line in report.body.lines() {
                 if let Some(text) = heading_text(line) {
@@ -883,5 +889,28 @@ mod tests {
         let c = section(None);
         assert_eq!(display_name("m", &[&a, &b, &c]), "Qwen/Qwen3-8B");
         assert_eq!(display_name("m", &[&c]), "m");
+    }
+
+    #[test]
+    fn hostile_labels_models_and_paths_reach_the_bundle_escaped() {
+        let section = Section {
+            label: "m`x\u{1b}[31m".into(),
+            path: PathBuf::from("/r/a`b|c/analysis_1.md"),
+            engine: "SGLang".into(),
+            model: Some("<img src=x onerror=alert(1)>".into()),
+            body: "body".into(),
+        };
+        let doc = render("T", true, 0, &[section]);
+        assert!(!doc.contains('\u{1b}'), "{doc}");
+        assert!(doc.contains("Model id: ``m`x\\u{1b}[31m``"), "{doc}");
+        assert!(
+            doc.contains("Source: ``/r/a`b\\|c/analysis_1.md``"),
+            "{doc}"
+        );
+        assert!(doc.contains("## \\<img src=x onerror=alert(1)\\>"), "{doc}");
+        assert!(
+            doc.contains("- [\\<img src=x onerror=alert(1)\\>](#"),
+            "{doc}"
+        );
     }
 }

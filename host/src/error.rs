@@ -42,15 +42,7 @@ impl TriageError {
     /// The message as exactly one line: control characters (a newline in a file name,
     /// say) are escaped as `\n`, `\u{1b}`, ...
     pub fn one_line(&self) -> String {
-        let mut out = String::new();
-        for c in self.to_string().chars() {
-            if c.is_control() {
-                out.extend(c.escape_default());
-            } else {
-                out.push(c);
-            }
-        }
-        out
+        crate::report::escape::plain(&self.to_string())
     }
 
     pub fn exit_code(&self) -> i32 {

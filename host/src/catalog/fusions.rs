@@ -477,6 +477,9 @@ pub(crate) fn valid_checked_against(text: &str) -> bool {
     repo_ok && commit_ok && path_ok
 }
 
+/// The longest fusion id or split-group name `catalog validate` accepts, in characters.
+pub(crate) const MAX_NAME_CHARS: usize = 128;
+
 /// `<origin>.<kebab-name>`.
 fn valid_id(id: &str, origin: &str) -> bool {
     let Some(name) = id.strip_prefix(origin).and_then(|r| r.strip_prefix('.')) else {
@@ -527,7 +530,7 @@ pub fn parse_fusions(
     let mut seen = HashSet::new();
     let mut rules = Vec::with_capacity(file.fusion.len());
     for (i, entry) in file.fusion.into_iter().enumerate() {
-        let row_name = if entry.id.is_empty() {
+        let row_name = if entry.id.is_empty() || entry.id.chars().count() > MAX_NAME_CHARS {
             format!("row {}", i + 1)
         } else {
             format!("row {}", entry.id)
@@ -547,6 +550,13 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
         return Err(format!(
             "origin {:?} does not match its file/plugin origin {origin:?}",
             entry.origin
+        ));
+    }
+    // A name is a table cell and part of every error line: bounded, like any identifier.
+    if entry.id.chars().count() > MAX_NAME_CHARS {
+        return Err(format!(
+            "id is {} characters; at most {MAX_NAME_CHARS}",
+            entry.id.chars().count()
         ));
     }
     if !valid_id(&entry.id, origin) {
@@ -597,6 +607,12 @@ fn fusion_rule(entry: FusionEntry, source: &str, origin: &str) -> Result<FusionR
     for group in &entry.split {
         if group.name.trim().is_empty() {
             return Err("a split group needs a name".to_string());
+        }
+        if group.name.chars().count() > MAX_NAME_CHARS {
+            return Err(format!(
+                "a split group name is {} characters; at most {MAX_NAME_CHARS}",
+                group.name.chars().count()
+            ));
         }
         let evidence = parse_evidence(&group.evidence())
             .map_err(|m| format!("split group {:?}: {m}", group.name))?;

@@ -6,6 +6,7 @@ use crate::catalog::{self, Catalog, Evidence, FusionCatalog};
 use crate::cli::{CatalogCommand, CatalogFormat, GlobalArgs};
 use crate::error::{Result, TriageError};
 use crate::output::print_stdout;
+use crate::report::escape;
 use crate::triage::load_plugins;
 use std::fmt::Write as _;
 
@@ -44,17 +45,21 @@ fn list_rows(catalog: &FusionCatalog, json: bool) -> String {
         text.push('\n');
         return text;
     }
-    let width = catalog.rules.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    // Cells are escaped and cut (`escape::cell`): a `--catalog DIR` or a plugin supplies
+    // them, and a column wider than 65,535 characters would panic the padding.
+    let cells: Vec<[String; 4]> = catalog
+        .rules
+        .iter()
+        .map(|rule| [&rule.id, &rule.origin, rule.status.label(), &rule.label].map(escape::cell))
+        .collect();
+    let width = cells
+        .iter()
+        .map(|[id, ..]| id.chars().count())
+        .max()
+        .unwrap_or(0);
     let mut out = String::new();
-    for rule in &catalog.rules {
-        let _ = writeln!(
-            out,
-            "{:width$}  {:10}  {:9}  {}",
-            rule.id,
-            rule.origin,
-            rule.status.label(),
-            rule.label
-        );
+    for [id, origin, status, label] in &cells {
+        let _ = writeln!(out, "{id:width$}  {origin:10}  {status:9}  {label}");
     }
     let _ = writeln!(out, "{}", count_line(catalog));
     out
@@ -145,6 +150,8 @@ fn show_row(catalog: &FusionCatalog, id: &str, json: bool) -> Result<String, Tri
     lines.push(format!("rationale: {}", rule.rationale));
     lines.push(format!("checked_against: {}", list(&rule.checked_against)));
     lines.push(format!("source: {}", rule.source));
+    // Catalog text from `--catalog DIR` or a plugin: one line per field, escaped.
+    let lines: Vec<String> = lines.iter().map(|l| escape::plain(l)).collect();
     Ok(lines.join("\n") + "\n")
 }
 

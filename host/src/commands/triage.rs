@@ -7,7 +7,7 @@ use super::capture_options::capture_options;
 use crate::capture::{self, Sources};
 use crate::cli::{GlobalArgs, OutputFormat, TriageArgs};
 use crate::error::{Result, TriageError};
-use crate::output::{print_stdout, write_text};
+use crate::output::{print_stdout, refuse_overwriting_inputs, write_text};
 use crate::report::{self, Format};
 use crate::triage::{self, load_plugins, TriageRequest};
 
@@ -42,6 +42,15 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         run_logs: args.run_log.clone(),
         pid_substring: args.pid_substring.clone().filter(|p| !p.is_empty()),
     };
+    if let Some(output) = &args.output {
+        // Before the run, so a refused output costs no analysis.
+        let inputs: Vec<&std::path::Path> = std::iter::once(&request.input)
+            .chain(&request.mapping_input)
+            .chain(&request.run_logs)
+            .map(|p| p.as_path())
+            .collect();
+        refuse_overwriting_inputs(output, &inputs)?;
+    }
     let mut report = triage::run(&request)?;
     report.notes.extend(inputs.notes);
     let format = match args.format {

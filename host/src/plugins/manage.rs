@@ -13,6 +13,7 @@ use super::load::{candidate_files, is_library, load_all, PluginSet, FILE_MARKER}
 use super::select::known_names;
 use super::Engine;
 use crate::error::TriageError;
+use crate::report::escape;
 
 /// A tracked upstream commit older than this many days earns a `doctor` warning.
 pub(crate) const STALE_UPSTREAM_DAYS: i64 = 90;
@@ -129,6 +130,8 @@ pub fn info(dirs: &[PathBuf], name: &str) -> Result<String, TriageError> {
         };
         lines.push(format!("    {} ({function})", w.path_contains));
     }
+    // Every line holds plugin strings: one line each, nothing a terminal acts on.
+    let lines: Vec<String> = lines.iter().map(|l| escape::plain(l)).collect();
     Ok(lines.join("\n") + "\n")
 }
 
@@ -293,7 +296,7 @@ pub(crate) fn capability_matrix(engines: &[Engine]) -> String {
         .collect();
     let mut text = table(&header, &rows);
     for (i, note) in notes.iter().enumerate() {
-        let _ = writeln!(text, "  [{}] {note}", i + 1);
+        let _ = writeln!(text, "  [{}] {}", i + 1, escape::plain(note));
     }
     text
 }
@@ -307,8 +310,14 @@ fn support_word(support: Support) -> &'static str {
     }
 }
 
-/// Left-aligned columns separated by two spaces.
+/// Left-aligned columns separated by two spaces. Every cell is plugin text: escaped and
+/// cut ([`escape::cell`]), so no control character reaches the terminal and no column
+/// is wider than a format width can pad (65,535 characters panicked).
 fn table(header: &[String], rows: &[Vec<String>]) -> String {
+    let safe =
+        |cells: &[String]| -> Vec<String> { cells.iter().map(|c| escape::cell(c)).collect() };
+    let header: &[String] = &safe(header);
+    let rows: &[Vec<String>] = &rows.iter().map(|r| safe(r)).collect::<Vec<_>>();
     let columns = header.len();
     let width = |i: usize| {
         std::iter::once(header)
@@ -391,5 +400,23 @@ mod tests {
         let header = vec!["A".to_string(), "LONG".to_string()];
         let rows = vec![vec!["xyz".to_string(), "1".to_string()]];
         assert_eq!(table(&header, &rows), "A    LONG\nxyz  1\n");
+    }
+
+    #[test]
+    fn a_cell_wider_than_a_format_width_is_cut_not_a_panic() {
+        let header = vec!["NAME".to_string(), "FILE".to_string()];
+        let huge = "d".repeat(70_000);
+        let rows = vec![vec![huge, "x\u{1b}[31m.so".to_string()]];
+        let text = table(&header, &rows);
+        let row = text.lines().nth(1).unwrap();
+        assert!(
+            row.chars().count() < 3000,
+            "{} characters",
+            row.chars().count()
+        );
+        assert!(
+            row.contains('…') && row.ends_with("x\\u{1b}[31m.so"),
+            "{row}"
+        );
     }
 }

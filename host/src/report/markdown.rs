@@ -2,6 +2,7 @@
 //! overlap and fuse tables, `##### <stage>` sub-headings), with its exact
 //! table headers, plus the header lines and notes it lacked.
 
+use super::escape::markdown_inline;
 use super::view::{view, Align, Block, Table, View};
 use super::{Renderer, Report, DEFAULT_MIN_SHARE_PCT};
 
@@ -58,7 +59,7 @@ fn block_lines(block: &Block) -> Vec<String> {
             lines.push(String::new());
         }
         if headings {
-            lines.push(format!("### {}", section.label));
+            lines.push(format!("### {}", markdown_inline(&section.label)));
         }
         // A section without rows (an overlap stage with one stream) is only its lines.
         let has_table = !section.table.rows.is_empty();
@@ -93,7 +94,7 @@ fn table_lines(table: &Table) -> Vec<String> {
     lines.extend(table.rows.iter().map(|row| {
         pipe_row(row.cells.iter().map(|cell| {
             cell.iter()
-                .map(|line| escape_cell(line))
+                .map(|line| markdown_inline(line))
                 .collect::<Vec<_>>()
                 .join("<br>")
         }))
@@ -105,20 +106,15 @@ fn pipe_row(cells: impl Iterator<Item = String>) -> String {
     format!("| {} |", cells.collect::<Vec<_>>().join(" | "))
 }
 
-/// A cell cannot hold a raw `|` (it would end the cell) nor a newline (it would end the
-/// row).
-pub(crate) fn escape_cell(text: &str) -> String {
-    text.replace('|', "\\|")
-        .replace("\r\n", "<br>")
-        .replace(['\n', '\r'], "<br>")
-}
-
-/// Free text (header values, summaries, notes) kept on one line.
+/// Free text (header values, summaries, notes) kept on one line, its trace text in code
+/// spans and the rest escaped ([`markdown_inline`]).
 fn one_line(text: &str) -> String {
-    text.split(['\n', '\r'])
+    let joined = text
+        .split(['\n', '\r'])
         .filter(|part| !part.is_empty())
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    markdown_inline(&joined)
 }
 
 /// Trailing whitespace off every line and the end, then exactly one newline.
@@ -152,24 +148,24 @@ mod tests {
 # Triage View
 Mode: single-trace
 Framework: SGLang
-Decided by: python frames under sglang/srt/ (412); annotation step[EXTEND bs=4 toks=512]
-Input traces: /p/1761000000.5-TP-0-EXTEND.trace.json.gz, /p/1761000000.5-TP-0-DECODE.trace.json.gz
-Model: Qwen/Qwen3-8B
-Server args: tp_size=2, attention_backend=fa3, disable_cuda_graph=false
+Decided by: python frames under sglang/srt/ (412); annotation step\\[EXTEND bs=4 toks=512]
+Input traces: `/p/1761000000.5-TP-0-EXTEND.trace.json.gz`, `/p/1761000000.5-TP-0-DECODE.trace.json.gz`
+Model: `Qwen/Qwen3-8B`
+Server args: `tp_size=2`, `attention_backend=fa3`, `disable_cuda_graph=false`
 
 ## Kernel Table
 ### extend/prefill
 | Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |
 | --- | --- | ---: | ---: | ---: | --- | --- |
-| nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT | gemm | 27.45 ms | 38.9% | 216 | python/sglang/srt/layers/linear.py:1360 forward (site share 58%)<br>python/sglang/srt/layers/linear.py:448 forward (site share 42%) | aten::mm |
-| flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> | norm | 3.74 ms | 5.3% | 144 | python/sglang/srt/layers/layernorm.py:76 forward_cuda | sgl_kernel::fused_add_rmsnorm |
+| `nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT` | gemm | 27.45 ms | 38.9% | 216 | `python/sglang/srt/layers/linear.py:1360 forward` (site share 58%)<br>`python/sglang/srt/layers/linear.py:448 forward` (site share 42%) | `aten::mm` |
+| `flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>` | norm | 3.74 ms | 5.3% | 144 | `python/sglang/srt/layers/layernorm.py:76 forward_cuda` | `sgl_kernel::fused_add_rmsnorm` |
 
 gemm takes 38.9% of GPU time (1 kernel).
 
 ### decode
 | Kernel | Category | GPU time | Share | Launches | Python location (site share) | CPU op |
 | --- | --- | ---: | ---: | ---: | --- | --- |
-| Memcpy DtoD (Device -> Device) | memory | 1.62 ms | 12.5% | 180 | unresolved | - |
+| `Memcpy DtoD (Device -> Device)` | memory | 1.62 ms | 12.5% | 180 | unresolved | - |
 
 memory takes 12.5% of GPU time (1 kernel).
 - 180 kernels replayed from 1 CUDA graph.
@@ -178,7 +174,7 @@ memory takes 12.5% of GPU time (1 kernel).
 ### extend/prefill
 | Priority | Verdict | Kernel | Python scope | Formal signal | Dep risk | Recommendation |
 | --- | --- | --- | --- | --- | --- | --- |
-| P2 | headroom | nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT | python/sglang/srt/layers/linear.py:1360 forward | 27452.8 us, share 38.9%, excl 100.0% / hid 0.0% | high (previous op on the same stream (gemm, 0.4 us gap): same Python scope family) | check deps |
+| P2 | headroom | `nvjet_tst_256x128_64x4_2x1_v_bz_coopA_TNT` | `python/sglang/srt/layers/linear.py:1360 forward` | 27452.8 us, share 38.9%, excl 100.0% / hid 0.0% | high (previous op on the same stream (gemm, 0.4 us gap): same Python scope family) | check deps |
 
 GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
 - single-trace mode: hidden and exclusive times are exact
@@ -217,7 +213,7 @@ GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
         assert_eq!(lines[at + 2], KERNEL_RULE);
         assert_eq!(
             lines[at + 3],
-            "| act_and_mul_kernel<__nv_bfloat16> | activation | 0.50 ms | 25.0% | 10 | vllm/model_executor/layers/activation.py:110 forward_cuda | - |"
+            "| `act_and_mul_kernel<__nv_bfloat16>` | activation | 0.50 ms | 25.0% | 10 | `vllm/model_executor/layers/activation.py:110 forward_cuda` | - |"
         );
         assert!(!text.contains("#####"), "{text}");
     }
@@ -272,7 +268,6 @@ GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
 
     #[test]
     fn cells_escape_pipes_and_newlines() {
-        assert_eq!(escape_cell("a|b\nc\r\nd"), "a\\|b<br>c<br>d");
         let mut k = row(
             "triton_poi_fused_add|mul_0",
             "elementwise",
@@ -292,7 +287,7 @@ GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
         ];
         let text = render(&sample::report(vec![stage("all", 1000.0, vec![k])]));
         assert!(text.contains(
-            "| triton_poi_fused_add\\|mul_0 | elementwise | 0.30 ms | 30.0% | 3 | python/sglang/srt/models/qwen3.py:90 forward<br>second (site share 75%)<br>python/sglang/srt/models/qwen3.py:95 forward (site share 20%) | aten::add\\|x<br>aten::mul |"
+            "| `triton_poi_fused_add\\|mul_0` | elementwise | 0.30 ms | 30.0% | 3 | `python/sglang/srt/models/qwen3.py:90 forward\\nsecond` (site share 75%)<br>`python/sglang/srt/models/qwen3.py:95 forward` (site share 20%) | `aten::add\\|x`<br>`aten::mul` |"
         ), "{text}");
     }
 
@@ -310,7 +305,7 @@ GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
         let text = render(&report);
         assert!(
             text.contains(&format!(
-                "| {short} | memory | 0.01 ms | 10.0% | 1 | unresolved | - |"
+                "| `{short}` | memory | 0.01 ms | 10.0% | 1 | unresolved | - |"
             )),
             "{text}"
         );
@@ -325,7 +320,7 @@ GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
         k.share_pct = 0.25;
         k.python_locations = vec![site("a.py:1 f", 97.5), site("b.py:2 g", 2.5)];
         let text = render(&sample::report(vec![stage("all", 1000.0, vec![k])]));
-        assert!(text.contains("| k | other | 0.12 ms | 0.2% | 1 | a.py:1 f (site share 98%)<br>b.py:2 g (site share 2%) | - |"), "{text}");
+        assert!(text.contains("| `k` | other | 0.12 ms | 0.2% | 1 | `a.py:1 f` (site share 98%)<br>`b.py:2 g` (site share 2%) | - |"), "{text}");
     }
 
     fn fusion(share_pct: f64, evidence: Vec<(&str, f64)>) -> crate::report::model::FusionRow {
@@ -389,7 +384,7 @@ GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
         );
         // Evidence keeps rows >= 1%; locations are `func @ path:line`, at most 4.
         assert!(text.contains(
-            "| Fused residual add + RMSNorm | Confirmed | 0.07 ms | 7.4% | flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16> (7.0%) | forward_cuda @ python/sglang/srt/layers/layernorm.py:76<br>f @ a.py:1<br>g @ b.py:2<br>h @ c.py:3 | python/sglang/srt/layers/layernorm.py<br>x\\|y.py | The fused path is present in this trace (7.4% related GPU time). |"
+            "| Fused residual add + RMSNorm | Confirmed | 0.07 ms | 7.4% | `flashinfer::norm::FusedAddRMSNormKernel<8u, __nv_bfloat16>` (7.0%) | `forward_cuda @ python/sglang/srt/layers/layernorm.py:76`<br>`f @ a.py:1`<br>`g @ b.py:2`<br>`h @ c.py:3` | python/sglang/srt/layers/layernorm.py<br>x\\|y.py | The fused path is present in this trace (7.4% related GPU time). |"
         ), "{text}");
         assert!(!text.contains(super::super::view::FUSE_NO_MATCH), "{text}");
     }
@@ -407,7 +402,7 @@ GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
         }];
         let text = render(&sample::report(vec![all]));
         assert!(
-            text.contains("| 0.01 ms | 0.5% | tiny_a (0.3%) |"),
+            text.contains("| 0.01 ms | 0.5% | `tiny_a` (0.3%) |"),
             "{text}"
         );
         assert!(text.contains(

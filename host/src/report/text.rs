@@ -1,6 +1,7 @@
 //! `--format text`: the same facts as the markdown report, as aligned plain-text
 //! tables for a terminal. Colour (ANSI) only when the caller asks for it.
 
+use super::escape;
 use super::markdown::finish;
 use super::view::{view, Align, Block, Table, View};
 use super::{Renderer, Report, DEFAULT_MIN_SHARE_PCT};
@@ -102,7 +103,7 @@ fn block_lines(block: &Block, paint: Paint) -> Vec<String> {
             lines.push(String::new());
         }
         if headings {
-            lines.push(paint.heading(&format!("[{}]", section.label)));
+            lines.push(paint.heading(&format!("[{}]", escape::plain(&section.label))));
         }
         // A section without rows (an overlap stage with one stream) is only its lines.
         let has_table = !section.table.rows.is_empty();
@@ -207,11 +208,10 @@ fn table_lines(table: &Table, paint: Paint) -> Vec<String> {
 }
 
 /// A cell's lines, with any embedded newline splitting a line further.
+/// A cell's lines, each escaped and cut ([`escape::cell`]): a newline inside a trace name
+/// shows as `\n` rather than breaking the row.
 fn cell_lines(cell: &[String]) -> Vec<String> {
-    let lines: Vec<String> = cell
-        .iter()
-        .flat_map(|l| l.lines().map(str::to_string).collect::<Vec<_>>())
-        .collect();
+    let lines: Vec<String> = cell.iter().map(|l| escape::cell(l)).collect();
     if lines.is_empty() {
         vec![String::new()]
     } else {
@@ -281,12 +281,16 @@ fn wrap_words(text: &str, max: usize) -> Vec<String> {
 
 /// Free text as lines of at most [`LINE_WIDTH`]: `first` before the first line, `indent`
 /// before the others.
+/// Free text (header lines, summaries, notes), escaped ([`escape::plain`]) and wrapped.
 fn wrap_text(text: &str, first: &str, indent: &str) -> Vec<String> {
-    wrap_words(text, LINE_WIDTH - first.len().max(indent.len()))
-        .into_iter()
-        .enumerate()
-        .map(|(i, line)| format!("{}{line}", if i == 0 { first } else { indent }))
-        .collect()
+    wrap_words(
+        &escape::plain(text),
+        LINE_WIDTH - first.len().max(indent.len()),
+    )
+    .into_iter()
+    .enumerate()
+    .map(|(i, line)| format!("{}{line}", if i == 0 { first } else { indent }))
+    .collect()
 }
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
 //! The report as tables and lines, before any layout: what each cell says is decided
 //! here once, so markdown and text show the same facts and differ only in layout.
+//! Text that came from a trace, a server or a plugin (kernel names, Python locations,
+//! CPU ops, paths, the model id, server arg values) is marked with [`escape::trace`]:
+//! markdown shows it as a code span, text as plain escaped characters.
 
 use serde_json::Value;
 use std::fmt::Write as _;
 
+use super::escape::trace;
 use super::model::{
     FusionEvidence, FusionRow, KernelRow, OverlapRow, OverlapStage, Report, SimilarityNote,
 };
@@ -183,7 +187,7 @@ fn header_lines(report: &Report) -> Vec<String> {
     let paths = |inputs: &[super::model::InputInfo]| {
         inputs
             .iter()
-            .map(|i| i.path.as_str())
+            .map(|i| trace(&i.path))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -221,11 +225,12 @@ fn header_lines(report: &Report) -> Vec<String> {
         }
     }
     if let Some(model) = &report.model {
-        lines.push(format!("Model: {model}"));
+        lines.push(format!("Model: {}", trace(model)));
     }
     if let Some(class) = &report.model_class {
         lines.push(format!(
-            "Model class: {class} (from the trace's nn.Module frames)"
+            "Model class: {} (from the trace's nn.Module frames)",
+            trace(class)
         ));
     }
     for input in &report.inputs {
@@ -242,7 +247,7 @@ fn header_lines(report: &Report) -> Vec<String> {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            Some(format!("{key}={text}"))
+            Some(trace(&format!("{key}={text}")))
         })
         .collect();
     if !args.is_empty() {
@@ -262,11 +267,13 @@ fn graph_capture_line(path: &str, capture: &super::model::GraphCaptureInfo) -> S
     let named = if capture.annotations.is_empty() {
         String::new()
     } else {
-        format!(" ({})", capture.annotations.join(", "))
+        let names: Vec<String> = capture.annotations.iter().map(|a| trace(a)).collect();
+        format!(" ({})", names.join(", "))
     };
     format!(
         "Graph capture: {name} recorded a CUDA/HIP graph being captured{named}: {} kernel launches went into the graph and only {} kernels executed, so there is no kernel table; to see where GPU time goes, profile serving steps that replay the graph (after warm-up)",
-        capture.launches, capture.kernels_executed
+        capture.launches, capture.kernels_executed,
+        name = trace(name)
     )
 }
 
@@ -309,7 +316,7 @@ fn kernel_table(rows: &[KernelRow]) -> Table {
 fn kernel_row(row: &KernelRow, name: String) -> Row {
     Row {
         cells: vec![
-            vec![name],
+            vec![trace(&name)],
             vec![row.family.clone()],
             vec![gpu_time_text(row.gpu_time_us)],
             vec![share_text(row.share_pct)],
@@ -336,16 +343,35 @@ fn display_kernel_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String>
     distinct_short_names(&names, SHORT_ARGS_MAX)
 }
 
+/// What `report::model` puts for a site without a Python frame: the tool's word, not
+/// trace text.
+const UNRESOLVED: &str = "unresolved";
+
+/// A Python location as trace text, except [`UNRESOLVED`].
+fn location_text(location: &str) -> String {
+    if location == UNRESOLVED {
+        UNRESOLVED.to_string()
+    } else {
+        trace(location)
+    }
+}
+
 /// The first sites; each with its site share only when there is more than one to tell
 /// apart. No site at all reads `unresolved`.
 pub(super) fn location_lines(row: &KernelRow) -> Cell {
     let shown = &row.python_locations[..row.python_locations.len().min(SITES_SHOWN)];
     match shown {
-        [] => vec!["unresolved".to_string()],
-        [only] => vec![only.location.clone()],
+        [] => vec![UNRESOLVED.to_string()],
+        [only] => vec![location_text(&only.location)],
         several => several
             .iter()
-            .map(|site| format!("{} (site share {:.0}%)", site.location, site.share_pct))
+            .map(|site| {
+                format!(
+                    "{} (site share {:.0}%)",
+                    location_text(&site.location),
+                    site.share_pct
+                )
+            })
             .collect(),
     }
 }
@@ -354,7 +380,11 @@ pub(super) fn cpu_op_lines(row: &KernelRow) -> Cell {
     if row.cpu_ops.is_empty() {
         return vec!["-".to_string()];
     }
-    row.cpu_ops.iter().take(SITES_SHOWN).cloned().collect()
+    row.cpu_ops
+        .iter()
+        .take(SITES_SHOWN)
+        .map(|op| trace(op))
+        .collect()
 }
 
 /// `x.xx ms` from microseconds.
@@ -437,11 +467,11 @@ fn overlap_row(row: &OverlapRow, name: String, busy_us: f64) -> Row {
         cells: vec![
             vec![row.priority.clone()],
             vec![row.verdict.clone()],
-            vec![name],
+            vec![trace(&name)],
             vec![row
                 .python_scope
-                .clone()
-                .unwrap_or_else(|| "unmapped".to_string())],
+                .as_deref()
+                .map_or_else(|| "unmapped".to_string(), trace)],
             vec![formal_signal(row, busy_us)],
             vec![dep_risk_text(row)],
             recommendation,
@@ -546,7 +576,7 @@ fn fuse_row(row: &FusionRow) -> Row {
                 row.python_locations
                     .iter()
                     .take(LOCATIONS_SHOWN)
-                    .map(|l| location_cell(l))
+                    .map(|l| location_text(&location_cell(l)))
                     .collect(),
             ),
             dash_if_empty(row.candidate_paths.clone()),
@@ -572,7 +602,7 @@ fn evidence_lines(row: &FusionRow) -> Cell {
     let text = |e: &FusionEvidence| {
         format!(
             "{} ({})",
-            display_kernel_name(&e.kernel),
+            trace(&display_kernel_name(&e.kernel)),
             share_text(e.share_pct)
         )
     };

@@ -30,3 +30,4 @@ mod perf_identity;
 mod shared_traces;
 mod timeline;
 mod trace_identity;
+mod untrusted_text;

@@ -94,7 +94,7 @@ fn the_model_class_comes_from_the_nn_module_frames_without_server_args() {
         assert_eq!(report["model"], Value::Null, "{file}: no server args");
         assert_eq!(report["model_class"], class, "{file}");
         assert!(
-            markdown(&path).contains(&format!("Model class: {class}")),
+            markdown(&path).contains(&format!("Model class: `{class}`")),
             "{file}"
         );
     }

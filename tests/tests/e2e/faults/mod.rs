@@ -4,4 +4,5 @@
 
 mod capture;
 mod output;
+mod output_targets;
 mod plugins;

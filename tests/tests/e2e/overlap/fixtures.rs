@@ -163,7 +163,7 @@ fn two_streams_with_stream_zero_give_exact_hidden_and_exclusive_times() {
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(
         text.contains(&format!(
-            "| P2 | headroom | {GEMM} | unmapped | 200.0 us, share 76.9%, excl 60.0% / hid 40.0% | unclear (next op on the same stream (norm, 0.0 us gap): scope unknown) | check deps |"
+            "| P2 | headroom | `{GEMM}` | unmapped | 200.0 us, share 76.9%, excl 60.0% / hid 40.0% | unclear (next op on the same stream (norm, 0.0 us gap): scope unknown) | check deps |"
         )),
         "{text}"
     );
