@@ -326,6 +326,10 @@ pub struct GapBin {
 pub struct Gap {
     /// Start on the trace's clock (the `ts` of the op before ends here), in µs.
     pub start_us: f64,
+    /// The same start from the first GPU op of its trace's stage span, in µs: what the
+    /// report's tables print (the trace clock's absolute values are unreadable there).
+    #[serde(default)]
+    pub offset_us: f64,
     pub dur_us: f64,
     /// Canonical name of the GPU op that ended at the gap's start.
     pub before: String,

@@ -5,12 +5,13 @@
 
 use std::fmt::Write as _;
 
+use super::escape::trace;
 use super::model::{Gap, Report, StageTimeline, Step, StepStats};
 use super::view::{gpu_time_text, placeholder_table, Align, Block, Cell, Row, Section, Table};
 
 pub(super) const GAP_HEADER: &[&str] = &[
     "Gap",
-    "Start",
+    "Starts at (from the span's start)",
     "Length",
     "Cause",
     "Before",
@@ -200,17 +201,17 @@ fn gap_row((i, gap): (usize, &Gap)) -> Row {
         gap.host_activity
             .iter()
             .take(ACTIVITY_SHOWN)
-            .map(|a| format!("{} ({:.0}%)", a.location, a.share_pct))
+            .map(|a| format!("{} ({:.0}%)", trace(&a.location), a.share_pct))
             .collect()
     };
     Row {
         cells: vec![
             vec![(i + 1).to_string()],
-            vec![format!("{:.3} us", gap.start_us)],
+            vec![format!("+{}", ms(gap.offset_us))],
             vec![ms(gap.dur_us)],
             vec![gap.cause.clone()],
-            vec![super::view::display_kernel_name(&gap.before)],
-            vec![super::view::display_kernel_name(&gap.after)],
+            vec![trace(&super::view::display_kernel_name(&gap.before))],
+            vec![trace(&super::view::display_kernel_name(&gap.after))],
             activity,
         ],
         share_pct: None,
@@ -228,7 +229,7 @@ fn step_row(step: &Step) -> Row {
     Row {
         cells: vec![
             vec![step.index.to_string()],
-            vec![step.label.clone()],
+            vec![trace(&step.label)],
             vec![ms(step.wall_us)],
             vec![ms(step.compute_us)],
             vec![ms(step.exposed_comm_us)],
@@ -326,6 +327,7 @@ mod tests {
             ],
             top_gaps: vec![Gap {
                 start_us: 4_909_914_216_289.47,
+                offset_us: 232.0,
                 dur_us: 463_295.405,
                 before: "arange_kernel".to_string(),
                 after: "resolve_future_token_ids_kernel".to_string(),
@@ -376,11 +378,11 @@ mod tests {
             "## Timeline",
             "Span 473.75 ms: GPU busy 9.77 ms, idle 463.98 ms (97.9%): launch 0.654 ms, sync 463.035 ms, graph 0.288 ms",
             "- Idle inside steps 463.745 ms, outside steps 0.232 ms",
-            "- Gaps: < 5 µs 7 (0.013 ms), > 10 ms 1 (463.295 ms)",
-            "| 1 | 4909914216289.470 us | 463.295 ms | sync | arange_kernel | resolve_future_token_ids_kernel | hipMemcpyWithStream (100%)<br>aten::copy_ (100%) |",
+            "- Gaps: \\< 5 µs 7 (0.013 ms), \\> 10 ms 1 (463.295 ms)",
+            "| 1 | +0.232 ms | 463.295 ms | sync | `arange_kernel` | `resolve_future_token_ids_kernel` | `hipMemcpyWithStream` (100%)<br>`aten::copy_` (100%) |",
             "## Steps",
-            "| 0 | step[DECODE bs=32] | 473.451 ms | 9.702 ms | 0.000 ms | 0.005 ms | 0.422 ms | 463.035 ms | 0.288 ms | 0.000 ms |",
-            "1 steps (step[...] annotations): wall median 473.451 ms, p90 473.451 ms, max 473.451 ms; steady state steps 0-0",
+            "| 0 | `step[DECODE bs=32]` | 473.451 ms | 9.702 ms | 0.000 ms | 0.005 ms | 0.422 ms | 463.035 ms | 0.288 ms | 0.000 ms |",
+            "1 steps (step\\[...] annotations): wall median 473.451 ms, p90 473.451 ms, max 473.451 ms; steady state steps 0-0",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in\n{text}");
         }

@@ -243,6 +243,7 @@ fn stage_of_trace(
         causes,
         &sweep.gaps,
         &gap_parts,
+        span_start,
         options.top_gaps,
     );
     TraceStage {
@@ -356,6 +357,7 @@ fn top_gaps(
     causes: &Causes<'_>,
     gaps: &[IdleGap],
     parts: &[IdleParts],
+    span_start: Ns,
     limit: usize,
 ) -> Vec<(Ns, Gap)> {
     let mut order: Vec<usize> = (0..gaps.len()).collect();
@@ -389,6 +391,7 @@ fn top_gaps(
             };
             let gap_report = Gap {
                 start_us: ns_to_us(gap.start),
+                offset_us: ns_to_us(gap.start - span_start),
                 dur_us: ns_to_us(gap.dur()),
                 before: op_name(gap.before),
                 after: op_name(gap.after),
