@@ -406,6 +406,13 @@ fn stage_trace(
 fn read_notes(traces: &[Trace]) -> Vec<String> {
     let mut notes = Vec::new();
     for trace in traces {
+        if trace.lone_surrogate_strings > 0 {
+            notes.push(format!(
+                "{}: {} strings held lone UTF-16 surrogates, replaced with U+FFFD",
+                file_name(&trace.path),
+                trace.lone_surrogate_strings
+            ));
+        }
         let s = &trace.skipped;
         if s.total() == 0 {
             continue;

@@ -211,6 +211,9 @@ pub struct Trace {
     pub thread_names: Vec<(Sym, Sym, Sym)>,
     pub meta: TraceMeta,
     pub skipped: SkipCounts,
+    /// Strings that held a lone UTF-16 surrogate escape (`\ud800` without its pair),
+    /// read with U+FFFD in its place, as Python's lenient reader keeps them.
+    pub lone_surrogate_strings: u64,
     /// Number of events in the document (kept or not).
     pub event_count: u64,
     /// Uncompressed JSON bytes read.

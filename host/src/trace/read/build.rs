@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::raw::{Id, Label, RawEvent};
 use super::stream::{json_fail, Fail};
+use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
 use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
 use super::EventParser;
 use crate::trace::event::{
@@ -125,37 +126,48 @@ impl TraceSink {
         self.trace.event_count += 1;
         // A JSON array would deserialise into the struct field by field; not an event.
         if span.first() != Some(&b'{') {
-            let valid: Result<IgnoredAny, _> = serde_json::from_slice(&non_finite_to_null(span));
+            let valid: Result<IgnoredAny, _> = serde_json::from_slice(span);
+            let valid = match valid {
+                Err(err) if is_syntax(&err) => match repaired(span) {
+                    Some((text, _)) => serde_json::from_slice::<IgnoredAny>(&text)
+                        .map_err(|e| (is_syntax(&e), json_fail(&e, &text, start))),
+                    None => Err((true, json_fail(&err, span, start))),
+                },
+                _ => Ok(IgnoredAny),
+            };
             return match valid {
-                Err(err) if is_syntax(&err) => Err(json_fail(&err, span, start)),
+                Err((true, fail)) => Err(fail),
                 _ => {
                     self.trace.skipped.malformed += 1;
                     Ok(())
                 }
             };
         }
-        match serde_json::from_slice::<RawEvent>(span) {
+        let err = match serde_json::from_slice::<RawEvent>(span) {
             Ok(event) => {
                 self.add_event(event);
-                Ok(())
+                return Ok(());
             }
-            Err(err) => {
-                if !is_syntax(&err) {
-                    self.trace.skipped.malformed += 1;
-                    return Ok(());
-                }
-                if !has_non_finite(span) {
-                    return Err(json_fail(&err, span, start));
-                }
-                let rewritten = non_finite_to_null(span);
-                match serde_json::from_slice::<RawEvent>(&rewritten) {
-                    Ok(event) => self.add_event(event),
-                    Err(err) if is_syntax(&err) => return Err(json_fail(&err, &rewritten, start)),
-                    Err(_) => self.trace.skipped.malformed += 1,
-                }
-                Ok(())
-            }
+            Err(err) => err,
+        };
+        if !is_syntax(&err) {
+            self.trace.skipped.malformed += 1;
+            return Ok(());
         }
+        // Invalid JSON as serde reads it; Python's writers produce two kinds that
+        // Python's reader accepts, so those are rewritten and read again.
+        let Some((text, surrogate_strings)) = repaired(span) else {
+            return Err(json_fail(&err, span, start));
+        };
+        match serde_json::from_slice::<RawEvent>(&text) {
+            Ok(event) => {
+                self.trace.lone_surrogate_strings += surrogate_strings;
+                self.add_event(event);
+            }
+            Err(err) if is_syntax(&err) => return Err(json_fail(&err, &text, start)),
+            Err(_) => self.trace.skipped.malformed += 1,
+        }
+        Ok(())
     }
 
     /// The symbol of a pid or tid (`""` when absent).
@@ -354,6 +366,28 @@ impl TraceSink {
         }
         Ok(())
     }
+}
+
+/// `span` with what Python writes but serde refuses rewritten: lone surrogate escapes
+/// to `\ufffd` (and how many strings held one), bare `NaN`/`Infinity` to `null`. `None`
+/// when it holds neither, so serde's own error stands.
+fn repaired(span: &[u8]) -> Option<(Vec<u8>, u64)> {
+    let surrogates = has_surrogate_escape(span);
+    let non_finite = has_non_finite(span);
+    if !surrogates && !non_finite {
+        return None;
+    }
+    let (text, strings) = if surrogates {
+        replace_lone_surrogates(span)
+    } else {
+        (span.to_vec(), 0)
+    };
+    let text = if non_finite {
+        non_finite_to_null(&text)
+    } else {
+        text
+    };
+    Some((text, strings))
 }
 
 fn is_syntax(err: &serde_json::Error) -> bool {

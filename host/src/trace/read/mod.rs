@@ -46,6 +46,7 @@ mod raw;
 mod scan;
 mod source;
 mod stream;
+mod surrogate;
 mod time;
 
 use std::path::Path;

@@ -635,3 +635,30 @@ fn decimal_text_to_exact_nanoseconds() {
     let sum: i64 = durs.iter().map(|d| decimal_micros_to_ns(d).unwrap()).sum();
     assert_eq!(sum, 4909914216204935);
 }
+
+#[test]
+fn lone_surrogate_escapes_become_replacement_characters_and_are_counted() {
+    // Python's json writes and reads lone surrogates; serde_json refuses them. A lone
+    // high, a lone low, and a high followed by a non-low each become U+FFFD; a real pair
+    // is one character and is not counted.
+    let text = r#"[{"ph": "X", "cat": "kernel", "name": "a\ud800b", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "\udc00", "pid": 0, "tid": 7, "ts": 2, "dur": 1, "args": {"stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "c\uD800\u0041", "pid": 0, "tid": 7, "ts": 3, "dur": 1, "args": {"stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "\ud83d\ude00 \u00e9", "pid": 0, "tid": 7, "ts": 4, "dur": 1, "args": {"stream": 7}},
+        {"ph": "X", "cat": "cpu_op", "name": "op", "pid": "\ud800", "tid": "\udfff\ud800", "ts": 5, "dur": 1}]"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, text).unwrap();
+    for chunk in [CHUNK, 7] {
+        let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+        let names: Vec<&str> = t.gpu_ops.iter().map(|op| t.name(op.name)).collect();
+        assert_eq!(names, ["a\u{fffd}b", "\u{fffd}", "c\u{fffd}A", "😀 é"]);
+        let op = &t.cpu_ops[0];
+        assert_eq!(
+            (t.name(op.pid), t.name(op.tid)),
+            ("\u{fffd}", "\u{fffd}\u{fffd}")
+        );
+        assert_eq!(t.lone_surrogate_strings, 5, "chunk {chunk}");
+        assert_eq!(t.skipped.total(), 0);
+    }
+}

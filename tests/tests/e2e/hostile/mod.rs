@@ -7,3 +7,4 @@ pub(crate) mod support;
 mod fuzz_regressions;
 mod inputs;
 mod overflow;
+mod surrogates;
