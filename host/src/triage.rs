@@ -414,11 +414,26 @@ fn read_notes(traces: &[Trace]) -> Vec<String> {
             ));
         }
         let s = &trace.skipped;
+        if !s.oversized_top_level.is_empty() {
+            notes.push(format!(
+                "{}: top-level values over the reader's size limit skipped: {}",
+                file_name(&trace.path),
+                by_field(&s.oversized_top_level)
+            ));
+        }
         if s.total() == 0 {
             continue;
         }
+        // The oversized clause only when there are any, so other reports read as before.
+        let oversized = match s.oversized_events() {
+            0 => String::new(),
+            n => format!(
+                ", {n} with a value over the reader's 64 KiB limit ({})",
+                by_field(&s.oversized)
+            ),
+        };
         notes.push(format!(
-            "{}: skipped {} events ({} malformed, {} with a missing, negative or NaN time, {} GPU events of zero duration)",
+            "{}: skipped {} events ({} malformed, {} with a missing, negative or NaN time, {} GPU events of zero duration{oversized})",
             file_name(&trace.path),
             s.total(),
             s.malformed,
@@ -427,6 +442,15 @@ fn read_notes(traces: &[Trace]) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// `name 2, ts 1`: counts by field, in name order.
+fn by_field(counts: &std::collections::BTreeMap<&'static str, u64>) -> String {
+    counts
+        .iter()
+        .map(|(field, n)| format!("{field} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn plugin_notes(set: &PluginSet) -> Vec<String> {

@@ -6,5 +6,6 @@ pub(crate) mod support;
 
 mod fuzz_regressions;
 mod inputs;
+mod memory;
 mod overflow;
 mod surrogates;
