@@ -4,6 +4,7 @@
 
 pub(crate) mod support;
 
+mod distinct_names;
 mod fuzz_regressions;
 mod inputs;
 mod memory;
