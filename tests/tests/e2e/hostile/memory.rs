@@ -27,7 +27,7 @@ fn hostile_gz(dir: &Path, name: &str, head: &str, fill: u8, tail: &str) -> PathB
     let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
     let text = trace_text(&valid_events());
     let cut = text.rfind("]}").unwrap();
-    gz.write_all(text[..cut].as_bytes()).unwrap();
+    gz.write_all(&text.as_bytes()[..cut]).unwrap();
     gz.write_all(b",").unwrap();
     gz.write_all(head.as_bytes()).unwrap();
     let block = vec![fill; 1 << 20];
