@@ -471,12 +471,34 @@ fn stage_trace(
 fn read_notes(traces: &[Trace]) -> Vec<String> {
     let mut notes = Vec::new();
     for trace in traces {
+        if trace.lone_surrogate_strings > 0 {
+            notes.push(format!(
+                "{}: {} strings held lone UTF-16 surrogates, replaced with U+FFFD",
+                file_name(&trace.path),
+                trace.lone_surrogate_strings
+            ));
+        }
         let s = &trace.skipped;
+        if !s.oversized_top_level.is_empty() {
+            notes.push(format!(
+                "{}: top-level values over the reader's size limit skipped: {}",
+                file_name(&trace.path),
+                by_field(&s.oversized_top_level)
+            ));
+        }
         if s.total() == 0 {
             continue;
         }
+        // The oversized clause only when there are any, so other reports read as before.
+        let oversized = match s.oversized_events() {
+            0 => String::new(),
+            n => format!(
+                ", {n} with a value over the reader's 64 KiB limit ({})",
+                by_field(&s.oversized)
+            ),
+        };
         notes.push(format!(
-            "{}: skipped {} events ({} malformed, {} with a missing, negative or NaN time, {} GPU events of zero duration)",
+            "{}: skipped {} events ({} malformed, {} with a missing, negative or NaN time, {} GPU events of zero duration{oversized})",
             file_name(&trace.path),
             s.total(),
             s.malformed,
@@ -485,6 +507,15 @@ fn read_notes(traces: &[Trace]) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// `name 2, ts 1`: counts by field, in name order.
+fn by_field(counts: &std::collections::BTreeMap<&'static str, u64>) -> String {
+    counts
+        .iter()
+        .map(|(field, n)| format!("{field} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn plugin_notes(set: &PluginSet) -> Vec<String> {

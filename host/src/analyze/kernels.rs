@@ -56,7 +56,7 @@ pub fn kernel_tables(
 ) -> Vec<StageReport> {
     accumulate_stages(inputs, locator)
         .into_iter()
-        .map(|(stage, acc)| acc.into_report(stage, families, opts))
+        .map(|(stage, acc)| acc.finish(families).into_report(stage, opts))
         .collect()
 }
 
@@ -75,8 +75,11 @@ pub fn kernel_tables_with_every_row(
     accumulate_stages(inputs, locator)
         .into_iter()
         .map(|(stage, acc)| {
-            let every = acc.clone().into_report(stage, families, &uncut);
-            (acc.into_report(stage, families, opts), every)
+            // Rows finished once for both tables: finishing (the family match) is the
+            // cost per distinct kernel name, and a trace may hold a million names.
+            let finished = acc.finish(families);
+            let every = finished.clone().into_report(stage, &uncut);
+            (finished.into_report(stage, opts), every)
         })
         .unzip()
 }
@@ -264,13 +267,19 @@ fn percent(part: SumNs, whole: SumNs) -> f64 {
     }
 }
 
+/// A stage's rows, finished and in table order, before any cut.
+#[derive(Clone)]
+struct FinishedStage {
+    total_ns: SumNs,
+    all_rows: Vec<KernelRow>,
+    unresolved_ns: SumNs,
+    unlinked: u64,
+    graph_replays: u64,
+    notes: Vec<String>,
+}
+
 impl StageAccumulator {
-    fn into_report(
-        self,
-        stage: Stage,
-        families: &FamilyRules,
-        opts: &KernelTableOptions,
-    ) -> StageReport {
+    fn finish(self, families: &FamilyRules) -> FinishedStage {
         let total = self.total_ns;
         let mut rows: Vec<(String, RowAccumulator)> = self.rows.into_iter().collect();
         rows.sort_by(|(_, a), (_, b)| {
@@ -278,11 +287,24 @@ impl StageAccumulator {
                 .cmp(&a.total_ns)
                 .then(a.first_seen.cmp(&b.first_seen))
         });
-        let all_rows: Vec<KernelRow> = rows
-            .into_iter()
-            .map(|(name, row)| finish_row(name, row, total, families))
-            .collect();
+        FinishedStage {
+            total_ns: total,
+            all_rows: rows
+                .into_iter()
+                .map(|(name, row)| finish_row(name, row, total, families))
+                .collect(),
+            unresolved_ns: self.unresolved_ns,
+            unlinked: self.unlinked,
+            graph_replays: self.graph_replays,
+            notes: self.notes,
+        }
+    }
+}
 
+impl FinishedStage {
+    fn into_report(self, stage: Stage, opts: &KernelTableOptions) -> StageReport {
+        let total = self.total_ns;
+        let all_rows = self.all_rows;
         let summary = summary_line(&all_rows, total);
         let mut notes = self.notes;
         let limit = if opts.limit == 0 {

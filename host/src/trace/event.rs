@@ -6,6 +6,7 @@
 //! microseconds with at most three decimals).
 
 use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// An interned string of one [`Trace`]'s [`Interner`].
@@ -187,11 +188,23 @@ pub struct SkipCounts {
     pub bad_time: u64,
     /// GPU events with `dur == 0` (kept out of every table).
     pub zero_duration: u64,
+    /// Events skipped because a value the reader keeps (`name`, `ts`, `args.name`, ...)
+    /// is past its size limit, by that field. No real trace has one; a hostile one would
+    /// otherwise cost memory and time in proportion to it.
+    pub oversized: BTreeMap<&'static str, u64>,
+    /// Top-level values the reader keeps (`deviceProperties`, ...) or keys skipped as
+    /// past their size limit, by name. Not events, so not in [`SkipCounts::total`].
+    pub oversized_top_level: BTreeMap<&'static str, u64>,
 }
 
 impl SkipCounts {
     pub fn total(&self) -> u64 {
-        self.malformed + self.bad_time + self.zero_duration
+        self.malformed + self.bad_time + self.zero_duration + self.oversized_events()
+    }
+
+    /// Events skipped for an oversized value, whatever the field.
+    pub fn oversized_events(&self) -> u64 {
+        self.oversized.values().sum()
     }
 }
 
@@ -211,6 +224,9 @@ pub struct Trace {
     pub thread_names: Vec<(Sym, Sym, Sym)>,
     pub meta: TraceMeta,
     pub skipped: SkipCounts,
+    /// Strings that held a lone UTF-16 surrogate escape (`\ud800` without its pair),
+    /// read with U+FFFD in its place, as Python's lenient reader keeps them.
+    pub lone_surrogate_strings: u64,
     /// Number of events in the document (kept or not).
     pub event_count: u64,
     /// Uncompressed JSON bytes read.

@@ -10,17 +10,45 @@ use std::path::Path;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::raw::{Id, Label, RawEvent};
+use super::raw::{Id, Label, RawEvent, RawText, Text};
 use super::stream::{json_fail, Fail};
+use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
 use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
 use super::EventParser;
 use crate::trace::event::{
     Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Schema, Sym, Trace,
 };
 
-/// Longer names are no kernel, op or frame name (real ones stay under 2 KiB); such an
-/// event is counted as malformed instead of costing every later step its length.
-pub(super) const MAX_NAME_BYTES: usize = 64 << 10;
+/// The longest value the reader keeps (a name, pid, tid, time, or any kept field): real
+/// ones stay under 2 KiB. An event with a longer one is skipped and counted by field
+/// (`SkipCounts::oversized`) instead of costing memory and every later step its length.
+pub(super) const MAX_VALUE_BYTES: usize = 64 << 10;
+
+/// The longest top-level value the reader keeps (`deviceProperties`, `distributedInfo`,
+/// `with_stack`): a few KiB per GPU in real traces.
+pub(super) const MAX_META_BYTES: usize = 1 << 20;
+
+/// The first field of `ev` the reader keeps whose value is past [`MAX_VALUE_BYTES`].
+/// Checked on every event (a few length comparisons), so both the in-place tiers and
+/// the member-by-member reader of `large.rs` count the same events.
+fn oversized_field(ev: &RawEvent) -> Option<&'static str> {
+    let text = |t: &Option<Text>| t.as_ref().map_or(0, |t| t.0.len());
+    let label = |l: &Option<Label>| l.as_ref().and_then(Label::as_text).map_or(0, str::len);
+    let time = |t: &Option<RawText>| t.map_or(0, |t| t.0.len());
+    [
+        ("name", text(&ev.name)),
+        ("ph", text(&ev.ph)),
+        ("cat", text(&ev.cat)),
+        ("ts", time(&ev.ts)),
+        ("dur", time(&ev.dur)),
+        ("pid", label(&ev.pid)),
+        ("tid", label(&ev.tid)),
+        ("args.name", ev.args.as_ref().map_or(0, |a| label(&a.name))),
+    ]
+    .into_iter()
+    .find(|&(_, len)| len > MAX_VALUE_BYTES)
+    .map(|(field, _)| field)
+}
 
 /// Where the document walk hands each event (or element it could not read): the
 /// [`Trace`] being built and the counts of what was dropped.
@@ -125,37 +153,48 @@ impl TraceSink {
         self.trace.event_count += 1;
         // A JSON array would deserialise into the struct field by field; not an event.
         if span.first() != Some(&b'{') {
-            let valid: Result<IgnoredAny, _> = serde_json::from_slice(&non_finite_to_null(span));
+            let valid: Result<IgnoredAny, _> = serde_json::from_slice(span);
+            let valid = match valid {
+                Err(err) if is_syntax(&err) => match repaired(span) {
+                    Some((text, _)) => serde_json::from_slice::<IgnoredAny>(&text)
+                        .map_err(|e| (is_syntax(&e), json_fail(&e, &text, start))),
+                    None => Err((true, json_fail(&err, span, start))),
+                },
+                _ => Ok(IgnoredAny),
+            };
             return match valid {
-                Err(err) if is_syntax(&err) => Err(json_fail(&err, span, start)),
+                Err((true, fail)) => Err(fail),
                 _ => {
                     self.trace.skipped.malformed += 1;
                     Ok(())
                 }
             };
         }
-        match serde_json::from_slice::<RawEvent>(span) {
+        let err = match serde_json::from_slice::<RawEvent>(span) {
             Ok(event) => {
                 self.add_event(event);
-                Ok(())
+                return Ok(());
             }
-            Err(err) => {
-                if !is_syntax(&err) {
-                    self.trace.skipped.malformed += 1;
-                    return Ok(());
-                }
-                if !has_non_finite(span) {
-                    return Err(json_fail(&err, span, start));
-                }
-                let rewritten = non_finite_to_null(span);
-                match serde_json::from_slice::<RawEvent>(&rewritten) {
-                    Ok(event) => self.add_event(event),
-                    Err(err) if is_syntax(&err) => return Err(json_fail(&err, &rewritten, start)),
-                    Err(_) => self.trace.skipped.malformed += 1,
-                }
-                Ok(())
-            }
+            Err(err) => err,
+        };
+        if !is_syntax(&err) {
+            self.trace.skipped.malformed += 1;
+            return Ok(());
         }
+        // Invalid JSON as serde reads it; Python's writers produce two kinds that
+        // Python's reader accepts, so those are rewritten and read again.
+        let Some((text, surrogate_strings)) = repaired(span) else {
+            return Err(json_fail(&err, span, start));
+        };
+        match serde_json::from_slice::<RawEvent>(&text) {
+            Ok(event) => {
+                self.trace.lone_surrogate_strings += surrogate_strings;
+                self.add_event(event);
+            }
+            Err(err) if is_syntax(&err) => return Err(json_fail(&err, &text, start)),
+            Err(_) => self.trace.skipped.malformed += 1,
+        }
+        Ok(())
     }
 
     /// The symbol of a pid or tid (`""` when absent).
@@ -175,9 +214,14 @@ impl TraceSink {
         }
     }
 
+    /// An event skipped because its `field` is past the size limit.
+    pub(super) fn skip_oversized(&mut self, field: &'static str) {
+        *self.trace.skipped.oversized.entry(field).or_default() += 1;
+    }
+
     pub(super) fn add_event(&mut self, ev: RawEvent) {
-        if ev.name.as_ref().is_some_and(|n| n.0.len() > MAX_NAME_BYTES) {
-            self.trace.skipped.malformed += 1;
+        if let Some(field) = oversized_field(&ev) {
+            self.skip_oversized(field);
             return;
         }
         let ph = ev.ph.as_ref().map(|t| t.0.as_ref());
@@ -354,6 +398,28 @@ impl TraceSink {
         }
         Ok(())
     }
+}
+
+/// `span` with what Python writes but serde refuses rewritten: lone surrogate escapes
+/// to `\ufffd` (and how many strings held one), bare `NaN`/`Infinity` to `null`. `None`
+/// when it holds neither, so serde's own error stands.
+fn repaired(span: &[u8]) -> Option<(Vec<u8>, u64)> {
+    let surrogates = has_surrogate_escape(span);
+    let non_finite = has_non_finite(span);
+    if !surrogates && !non_finite {
+        return None;
+    }
+    let (text, strings) = if surrogates {
+        replace_lone_surrogates(span)
+    } else {
+        (span.to_vec(), 0)
+    };
+    let text = if non_finite {
+        non_finite_to_null(&text)
+    } else {
+        text
+    };
+    Some((text, strings))
 }
 
 fn is_syntax(err: &serde_json::Error) -> bool {

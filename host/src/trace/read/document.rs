@@ -4,7 +4,8 @@
 //! whose span the sink classifies or reports. Values of other top-level keys are
 //! skipped as they stream past, so a huge one never sits in memory.
 
-use super::build::TraceSink;
+use super::build::{TraceSink, MAX_META_BYTES, MAX_VALUE_BYTES};
+use super::large::read_large_event;
 use super::raw::RawEvent;
 use super::scan::{self, Scan};
 use super::stream::{json_fail, ByteStream, Fail, CHUNK};
@@ -59,7 +60,34 @@ fn read_object(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<(), Fail
         stream.pos += 1;
     } else {
         loop {
-            let key = read_key(stream)?;
+            let Some(key) = read_key(stream)? else {
+                // Past the limit: no key the reader knows, so its value is skipped too.
+                *sink
+                    .trace
+                    .skipped
+                    .oversized_top_level
+                    .entry("top-level key")
+                    .or_default() += 1;
+                stream.expect(b':', "after a top-level key")?;
+                stream.value_span(false, CONTEXT)?;
+                match stream.peek_token()? {
+                    Some(b',') => {
+                        stream.pos += 1;
+                        continue;
+                    }
+                    Some(b'}') => {
+                        stream.pos += 1;
+                        break;
+                    }
+                    Some(_) => {
+                        return Err(Fail::Json {
+                            offset: stream.offset(),
+                            message: "expected ',' or '}' after a top-level value".into(),
+                        })
+                    }
+                    None => return Err(Fail::Truncated { context: CONTEXT }),
+                }
+            };
             stream.expect(b':', "after a top-level key")?;
             match key.as_str() {
                 "traceEvents" => {
@@ -75,10 +103,27 @@ fn read_object(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<(), Fail
                 }
                 "deviceProperties" | "distributedInfo" | "with_stack" => {
                     let start = stream.offset();
-                    let len = stream.value_span(true, CONTEXT)?;
-                    let span = &stream.unread()[..len];
-                    sink.read_meta_value(&key, span, start)?;
-                    stream.pos += len;
+                    match stream.value_span_within(MAX_META_BYTES, CONTEXT)? {
+                        Some(len) => {
+                            let span = &stream.unread()[..len];
+                            sink.read_meta_value(&key, span, start)?;
+                            stream.pos += len;
+                        }
+                        None => {
+                            let name = match key.as_str() {
+                                "deviceProperties" => "deviceProperties",
+                                "distributedInfo" => "distributedInfo",
+                                _ => "with_stack",
+                            };
+                            *sink
+                                .trace
+                                .skipped
+                                .oversized_top_level
+                                .entry(name)
+                                .or_default() += 1;
+                            stream.value_span(false, CONTEXT)?;
+                        }
+                    }
                 }
                 _ => {
                     stream.value_span(false, CONTEXT)?;
@@ -110,7 +155,8 @@ fn read_object(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<(), Fail
     Ok(())
 }
 
-fn read_key(stream: &mut ByteStream) -> Result<String, Fail> {
+/// A top-level key; `None` for one past [`MAX_VALUE_BYTES`], skipped unread.
+fn read_key(stream: &mut ByteStream) -> Result<Option<String>, Fail> {
     const CONTEXT: &str = "inside the top-level object";
     match stream.peek_token()? {
         Some(b'"') => {}
@@ -123,11 +169,14 @@ fn read_key(stream: &mut ByteStream) -> Result<String, Fail> {
         None => return Err(Fail::Truncated { context: CONTEXT }),
     }
     let start = stream.offset();
-    let len = stream.value_span(true, CONTEXT)?;
+    let Some(len) = stream.value_span_within(MAX_VALUE_BYTES, CONTEXT)? else {
+        stream.value_span(false, CONTEXT)?;
+        return Ok(None);
+    };
     let span = &stream.unread()[..len];
     let key: String = serde_json::from_slice(span).map_err(|e| json_fail(&e, span, start))?;
     stream.pos += len;
-    Ok(key)
+    Ok(Some(key))
 }
 
 /// Only whitespace may follow the document.
@@ -154,10 +203,21 @@ fn read_events(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<(), Fail
             || parse_event_in_place(stream, sink)?;
         if !parsed {
             let start = stream.offset();
-            let len = stream.value_span(true, CONTEXT)?;
-            let span = &stream.unread()[..len];
-            sink.add_element(span, start)?;
-            stream.pos += len;
+            match stream.value_span_within(IN_PLACE_LIMIT, CONTEXT)? {
+                Some(len) => {
+                    let span = &stream.unread()[..len];
+                    sink.add_element(span, start)?;
+                    stream.pos += len;
+                }
+                // Too large to hold: an object is read member by member, anything else
+                // (a huge string or array where an event should be) is no event.
+                None if stream.peek_token()? == Some(b'{') => read_large_event(stream, sink)?,
+                None => {
+                    stream.value_span(false, CONTEXT)?;
+                    sink.trace.event_count += 1;
+                    sink.trace.skipped.malformed += 1;
+                }
+            }
         }
         match stream.peek_token()? {
             Some(b',') => stream.pos += 1,

@@ -17,7 +17,10 @@
 //!    (string/escape state and bracket depth, memchr-accelerated) so they can be
 //!    counted or reported.
 //!
-//! Memory grows with the retained records, never with the document. gzip is inflated
+//! Memory grows with the retained records, never with the document, nor with one
+//! value in it: an event past 8 MiB is read member by member (`large.rs`), values the
+//! reader keeps are capped (`build::MAX_VALUE_BYTES`, counted by field when an event is
+//! skipped for one), and values it does not keep stream past unbuffered. gzip is inflated
 //! and UTF-8-checked on its own thread, which hands over text blocks (and gets them
 //! back for reuse), so the parse thread copies each byte once.
 //!
@@ -38,14 +41,17 @@
 //! failures; `document.rs` walks the document and tries the tiers on each event;
 //! `scan.rs` (tier 1) and `raw.rs` (the event type serde fills, tier 2) read one event;
 //! `time.rs` turns number text into exact values; `build.rs` turns events into the
-//! [`Trace`]. This file holds the entry points.
+//! [`Trace`]; `large.rs` reads an event too large to hold; `surrogate.rs` repairs lone
+//! UTF-16 surrogate escapes serde refuses. This file holds the entry points.
 
 mod build;
 mod document;
+mod large;
 mod raw;
 mod scan;
 mod source;
 mod stream;
+mod surrogate;
 mod time;
 
 use std::path::Path;

@@ -245,6 +245,35 @@ impl<'p> ByteStream<'p> {
     }
 }
 
+impl ByteStream<'_> {
+    /// [`ByteStream::value_span`] with `keep`, for a value that may be huge: `None`,
+    /// consuming nothing, once the value runs past `limit` bytes, so a value the reader
+    /// keeps never grows the buffer much past `limit` (the caller then skips it with
+    /// `value_span(false, ..)`, which holds nothing).
+    pub(super) fn value_span_within(
+        &mut self,
+        limit: usize,
+        context: &'static str,
+    ) -> Result<Option<usize>, Fail> {
+        let first = self.peek_token()?.ok_or(Fail::Truncated { context })?;
+        let mut scan = SpanScan::new(first);
+        loop {
+            if let Some(len) = scan.advance(self.unread()) {
+                return Ok((len <= limit).then_some(len));
+            }
+            if scan.pos > limit {
+                return Ok(None);
+            }
+            if !self.fill()? {
+                return match scan.finish_at_eof(self.unread()) {
+                    Some(len) => Ok((len <= limit).then_some(len)),
+                    None => Err(Fail::Truncated { context }),
+                };
+            }
+        }
+    }
+}
+
 /// Appends the decodable prefix of `raw` to `text` and returns its length. An incomplete
 /// sequence at the end waits for the next read (or becomes U+FFFD at the end of input);
 /// invalid bytes become U+FFFD.

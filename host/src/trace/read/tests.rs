@@ -2,7 +2,7 @@
 //! the malformed and bad-time counts, every failure's one-line message, and the fast and
 //! reference parsers held to identical traces at every refill size (down to one byte).
 
-use super::build::MAX_NAME_BYTES;
+use super::build::MAX_VALUE_BYTES;
 use super::time::decimal_micros_to_ns;
 use super::*;
 use crate::trace::event::{GpuKind, Schema};
@@ -385,10 +385,11 @@ fn read_trace_in_chunks(
 }
 
 #[test]
-fn names_past_the_limit_are_malformed_events() {
-    let long = "k".repeat(MAX_NAME_BYTES + 1);
+fn names_past_the_limit_are_skipped_and_counted_by_field() {
+    let long = "k".repeat(MAX_VALUE_BYTES + 1);
     let text = format!(
-        r#"[{KERNEL}, {{"ph": "X", "cat": "kernel", "name": "{long}", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {{"stream": 7}}}}]"#
+        r#"[{KERNEL}, {{"ph": "X", "cat": "kernel", "name": "{long}", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {{"stream": 7}}}},
+           {{"ph": "X", "cat": "cpu_op", "name": "op", "pid": "{long}", "tid": 7, "ts": 1, "dur": 1}}]"#
     );
     // Tiny chunks too: the event spans many refills.
     for chunk in [CHUNK, 4096] {
@@ -396,8 +397,17 @@ fn names_past_the_limit_are_malformed_events() {
         let path = dir.path().join("t.json");
         std::fs::write(&path, &text).unwrap();
         let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
-        assert_eq!((t.event_count, t.gpu_ops.len()), (2, 1));
-        assert_eq!(t.skipped.malformed, 1);
+        assert_eq!((t.event_count, t.gpu_ops.len(), t.cpu_ops.len()), (3, 1, 0));
+        assert_eq!(t.skipped.malformed, 0);
+        assert_eq!(
+            t.skipped
+                .oversized
+                .iter()
+                .map(|(k, v)| (*k, *v))
+                .collect::<Vec<_>>(),
+            [("name", 1), ("pid", 1)]
+        );
+        assert_eq!(t.skipped.total(), 2);
     }
 }
 
@@ -634,4 +644,115 @@ fn decimal_text_to_exact_nanoseconds() {
     let durs = ["0.1", "0.2", "4909914216204.635"];
     let sum: i64 = durs.iter().map(|d| decimal_micros_to_ns(d).unwrap()).sum();
     assert_eq!(sum, 4909914216204935);
+}
+
+#[test]
+fn lone_surrogate_escapes_become_replacement_characters_and_are_counted() {
+    // Python's json writes and reads lone surrogates; serde_json refuses them. A lone
+    // high, a lone low, and a high followed by a non-low each become U+FFFD; a real pair
+    // is one character and is not counted.
+    let text = r#"[{"ph": "X", "cat": "kernel", "name": "a\ud800b", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "\udc00", "pid": 0, "tid": 7, "ts": 2, "dur": 1, "args": {"stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "c\uD800\u0041", "pid": 0, "tid": 7, "ts": 3, "dur": 1, "args": {"stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "\ud83d\ude00 \u00e9", "pid": 0, "tid": 7, "ts": 4, "dur": 1, "args": {"stream": 7}},
+        {"ph": "X", "cat": "cpu_op", "name": "op", "pid": "\ud800", "tid": "\udfff\ud800", "ts": 5, "dur": 1}]"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, text).unwrap();
+    for chunk in [CHUNK, 7] {
+        let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+        let names: Vec<&str> = t.gpu_ops.iter().map(|op| t.name(op.name)).collect();
+        assert_eq!(names, ["a\u{fffd}b", "\u{fffd}", "c\u{fffd}A", "😀 é"]);
+        let op = &t.cpu_ops[0];
+        assert_eq!(
+            (t.name(op.pid), t.name(op.tid)),
+            ("\u{fffd}", "\u{fffd}\u{fffd}")
+        );
+        assert_eq!(t.lone_surrogate_strings, 5, "chunk {chunk}");
+        assert_eq!(t.skipped.total(), 0);
+    }
+}
+
+/// A file holding `events` (JSON texts) as a trace.
+fn trace_file(dir: &Path, events: &[String]) -> PathBuf {
+    let path = dir.join("t.json");
+    std::fs::write(
+        &path,
+        format!(r#"{{"traceEvents": [{}]}}"#, events.join(",")),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn events_past_the_in_place_limit_keep_their_fields_and_skip_the_rest() {
+    // Past 8 MiB an event is read member by member: the huge values it does not need
+    // (an args string, deep nesting, whitespace, a huge key) are skipped as they stream
+    // past, and what it keeps is typed as serde types it.
+    let huge = 9 << 20;
+    let blob = "x".repeat(huge);
+    let deep = format!("{}{}", "[".repeat(huge / 2), "]".repeat(huge / 2));
+    let spaces = " ".repeat(huge);
+    let events = [
+        KERNEL.to_string(),
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "blob\u006b", "pid": 0, "tid": 7, "ts": 20, "dur": 3, "args": {{"stream": 7, "blob": "{blob}", "correlation": "6"}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "deep", "pid": 0, "tid": 7, "ts": 30, "dur": 4, "args": {{"stream": 7, "deep": {deep}}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X",{spaces}"cat": "kernel", "name": "spaced", "pid": 0, "tid": 7, "ts": 40, "dur": 5, "{blob}": 1, "args": {{"stream": 7}}}}"#
+        ),
+        // Kept values past the limit: skipped and counted by field.
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{blob}", "pid": 0, "tid": 7, "ts": 50, "dur": 1, "args": {{"stream": 7}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "t", "pid": 0, "tid": 7, "ts": 1{}, "dur": 1, "args": {{"stream": 7, "x": "{blob}"}}}}"#,
+            "0".repeat(huge)
+        ),
+        format!(r#""{blob}""#),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = trace_file(dir.path(), &events);
+    let t = read_trace_in_chunks(&path, &mut |_| {}, CHUNK).unwrap();
+    let names: Vec<&str> = t.gpu_ops.iter().map(|op| t.name(op.name)).collect();
+    assert_eq!(names, ["k", "blobk", "deep", "spaced"]);
+    assert_eq!(t.gpu_ops[1].correlation, Some(6));
+    assert_eq!(t.gpu_ops[3].dur, 5000);
+    assert_eq!(t.event_count, 7);
+    assert_eq!(t.skipped.malformed, 1);
+    assert_eq!(
+        t.skipped
+            .oversized
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>(),
+        [("name", 1), ("ts", 1)]
+    );
+}
+
+#[test]
+fn top_level_values_and_keys_past_their_limits_are_skipped_and_counted() {
+    let blob = "x".repeat(2 << 20);
+    let text = format!(
+        r#"{{"deviceProperties": [{{"name": "{blob}"}}], "{blob}": [1, 2], "distributedInfo": {{"rank": 3}}, "traceEvents": [{KERNEL}]}}"#
+    );
+    let t = read_text(&text).unwrap();
+    assert_eq!(t.gpu_ops.len(), 1);
+    assert_eq!(t.meta.rank, Some(3));
+    assert!(t.meta.device_names.is_empty());
+    assert_eq!(
+        t.meta.keys,
+        ["deviceProperties", "distributedInfo", "traceEvents"]
+    );
+    assert_eq!(
+        t.skipped
+            .oversized_top_level
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>(),
+        [("deviceProperties", 1), ("top-level key", 1)]
+    );
 }

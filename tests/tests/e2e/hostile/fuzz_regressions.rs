@@ -86,7 +86,7 @@ fn read_seeds() {
             let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
             assert_eq!(
                 notes(&report),
-                ["seed.trace.json: skipped 1 events (1 malformed, 0 with a missing, negative or NaN time, 0 GPU events of zero duration)"]
+                ["seed.trace.json: skipped 1 events (0 malformed, 0 with a missing, negative or NaN time, 0 GPU events of zero duration, 1 with a value over the reader's 64 KiB limit (name 1))"]
             );
         }
     }

@@ -263,8 +263,8 @@ fn a_100_mb_string_anywhere() {
         ["element.trace.json: skipped 1 events (1 malformed, 0 with a missing, negative or NaN time, 0 GPU events of zero duration)"]
     );
 
-    // A kernel's name: no name is that long; the event is malformed, not analysed for
-    // minutes.
+    // A kernel's name: no name is that long; the event is skipped and counted by its
+    // field, not analysed for minutes.
     let kernel = format!(
         r#"{{"ph": "X", "cat": "kernel", "name": "{huge}", "pid": 0, "tid": 7, "ts": 3000, "dur": 5, "args": {{"stream": 7, "correlation": 1}}}}"#
     );
@@ -277,7 +277,7 @@ fn a_100_mb_string_anywhere() {
     assert_eq!(kernel_rows(&report), valid_rows());
     assert_eq!(
         notes(&report),
-        ["name.trace.json: skipped 1 events (1 malformed, 0 with a missing, negative or NaN time, 0 GPU events of zero duration)"]
+        ["name.trace.json: skipped 1 events (0 malformed, 0 with a missing, negative or NaN time, 0 GPU events of zero duration, 1 with a value over the reader's 64 KiB limit (name 1))"]
     );
 }
 

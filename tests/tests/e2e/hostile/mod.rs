@@ -5,8 +5,11 @@
 pub(crate) mod support;
 
 mod bundle_root;
+mod distinct_names;
 mod fuzz_regressions;
 mod inputs;
+mod memory;
 mod overflow;
 mod run_logs;
 mod server_args;
+mod surrogates;
