@@ -202,9 +202,15 @@ fn hostile_names_reach_no_report_raw_and_sit_in_code_spans_in_markdown() {
     let mut kernel_cells = Vec::new();
     for line in markdown.lines().filter(|l| l.starts_with('|')) {
         let row = cells(line);
-        if ["| Kernel |", "| Priority |", "| Pattern |"]
-            .iter()
-            .any(|h| line.starts_with(h))
+        if [
+            "| Kernel |",
+            "| Priority |",
+            "| Pattern |",
+            "| Gap |",
+            "| Step |",
+        ]
+        .iter()
+        .any(|h| line.starts_with(h))
         {
             header_cells = row.len();
         } else if !line.starts_with("| ---") {
