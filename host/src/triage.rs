@@ -19,7 +19,7 @@ use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
 use crate::report::{FrameworkInfo, GraphCaptureInfo, InputInfo, Report, SCHEMA_VERSION};
 use crate::trace::discover::{discover, TraceFile, TraceSet};
-use crate::trace::event::Trace;
+use crate::trace::event::{Trace, FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES};
 use crate::trace::evidence::evidence;
 use crate::trace::graph_capture::graph_capture;
 use crate::trace::link::{collision_note, link, Linked};
@@ -476,6 +476,17 @@ fn read_notes(traces: &[Trace]) -> Vec<String> {
                 "{}: {} strings held lone UTF-16 surrogates, replaced with U+FFFD",
                 file_name(&trace.path),
                 trace.lone_surrogate_strings
+            ));
+        }
+        if trace.folded_gpu_ops > 0 {
+            notes.push(format!(
+                "{}: more than {} distinct GPU op names: {} GPU ops of {} further names \
+                 are counted in one row, {}",
+                file_name(&trace.path),
+                MAX_GPU_OP_NAMES,
+                trace.folded_gpu_ops,
+                trace.folded_gpu_op_names,
+                FOLDED_GPU_OP_NAME
             ));
         }
         let s = &trace.skipped;

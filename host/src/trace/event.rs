@@ -208,6 +208,15 @@ impl SkipCounts {
     }
 }
 
+/// The most distinct GPU op names one trace keeps. Real serving traces hold a few
+/// thousand; past this a trace is generated or hostile, and every distinct name costs
+/// a kernel row, a family match and a display name downstream, so later names fold into
+/// [`FOLDED_GPU_OP_NAME`] (counted, and said in a note) to keep time and memory bounded.
+pub const MAX_GPU_OP_NAMES: usize = 1 << 16;
+
+/// The one name GPU ops past [`MAX_GPU_OP_NAMES`] distinct names are read under.
+pub const FOLDED_GPU_OP_NAME: &str = "[GPU op names past the 65536-distinct-name limit]";
+
 /// One trace file, read. The input of every later step.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Trace {
@@ -227,6 +236,10 @@ pub struct Trace {
     /// Strings that held a lone UTF-16 surrogate escape (`\ud800` without its pair),
     /// read with U+FFFD in its place, as Python's lenient reader keeps them.
     pub lone_surrogate_strings: u64,
+    /// GPU ops whose name came after [`MAX_GPU_OP_NAMES`] distinct ones, and how many
+    /// distinct names they had: read under [`FOLDED_GPU_OP_NAME`] instead.
+    pub folded_gpu_ops: u64,
+    pub folded_gpu_op_names: u64,
     /// Number of events in the document (kept or not).
     pub event_count: u64,
     /// Uncompressed JSON bytes read.

@@ -17,6 +17,7 @@ use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
 use super::EventParser;
 use crate::trace::event::{
     Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Schema, Sym, Trace,
+    FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES,
 };
 
 /// The longest value the reader keeps (a name, pid, tid, time, or any kept field): real
@@ -58,6 +59,12 @@ pub(super) struct TraceSink {
     /// The last integer pids/tids interned: consecutive events mostly share them, and
     /// this skips formatting and hashing their text again.
     recent_ints: [Option<(i64, Sym)>; 2],
+    /// Which interned strings are GPU op names (indexed by `Sym`), and how many: the
+    /// bound of [`MAX_GPU_OP_NAMES`].
+    gpu_names: Vec<bool>,
+    gpu_name_count: usize,
+    /// Which names were folded, so each distinct one is counted once.
+    folded_names: Vec<bool>,
 }
 
 /// What an `X` event is, from its `cat`.
@@ -141,11 +148,47 @@ impl TraceSink {
             },
             parser,
             recent_ints: [None; 2],
+            gpu_names: Vec::new(),
+            gpu_name_count: 0,
+            folded_names: Vec::new(),
         }
     }
 
     pub(super) fn finish(self) -> Trace {
         self.trace
+    }
+
+    /// `name` as a GPU op's name: itself while the trace has at most
+    /// [`MAX_GPU_OP_NAMES`] distinct ones, else [`FOLDED_GPU_OP_NAME`], counted.
+    fn gpu_op_name(&mut self, name: Sym) -> Sym {
+        let i = name.0 as usize;
+        if self.gpu_names.get(i) == Some(&true) {
+            return name;
+        }
+        if self.gpu_name_count < MAX_GPU_OP_NAMES {
+            if self.gpu_names.len() <= i {
+                self.gpu_names.resize(i + 1, false);
+            }
+            self.gpu_names[i] = true;
+            self.gpu_name_count += 1;
+            return name;
+        }
+        self.trace.folded_gpu_ops += 1;
+        if self.folded_names.len() <= i {
+            self.folded_names.resize(i + 1, false);
+        }
+        if !self.folded_names[i] {
+            self.folded_names[i] = true;
+            self.trace.folded_gpu_op_names += 1;
+        }
+        let folded = self.trace.strings.intern(FOLDED_GPU_OP_NAME);
+        // The folded name is itself a GPU op name, kept past the bound.
+        let f = folded.0 as usize;
+        if self.gpu_names.len() <= f {
+            self.gpu_names.resize(f + 1, false);
+        }
+        self.gpu_names[f] = true;
+        folded
     }
 
     /// One element of the events array: parsed, classified and kept or counted.
@@ -273,18 +316,21 @@ impl TraceSink {
         let pid = self.label(ev.pid.as_ref());
         let tid = self.label(ev.tid.as_ref());
         match class {
-            Class::Gpu(kind) => self.trace.gpu_ops.push(GpuOp {
-                name,
-                kind,
-                ts,
-                dur,
-                pid,
-                tid,
-                stream,
-                device: args.and_then(|a| a.device.0),
-                correlation,
-                external_id,
-            }),
+            Class::Gpu(kind) => {
+                let name = self.gpu_op_name(name);
+                self.trace.gpu_ops.push(GpuOp {
+                    name,
+                    kind,
+                    ts,
+                    dur,
+                    pid,
+                    tid,
+                    stream,
+                    device: args.and_then(|a| a.device.0),
+                    correlation,
+                    external_id,
+                });
+            }
             Class::Runtime => self.trace.runtime.push(RuntimeCall {
                 name,
                 ts,

@@ -756,3 +756,42 @@ fn top_level_values_and_keys_past_their_limits_are_skipped_and_counted() {
         [("deviceProperties", 1), ("top-level key", 1)]
     );
 }
+
+#[test]
+fn gpu_op_names_past_the_distinct_name_limit_fold_into_one_counted_name() {
+    use crate::trace::event::{FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES};
+    // Every name of the limit kept, then 10 more names (3 ops of the first of them), and
+    // a kept name again: it stays itself.
+    let kernel = |name: &str, ts: usize| {
+        format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{ts},"dur":1,"args":{{"stream":7}}}}"#
+        )
+    };
+    let mut events: Vec<String> = (0..MAX_GPU_OP_NAMES)
+        .map(|i| kernel(&format!("k{i}"), i))
+        .collect();
+    for i in 0..10 {
+        let extra = format!("extra{i}");
+        events.push(kernel(&extra, MAX_GPU_OP_NAMES + i));
+        if i == 0 {
+            events.push(kernel(&extra, MAX_GPU_OP_NAMES + i));
+            events.push(kernel(&extra, MAX_GPU_OP_NAMES + i));
+        }
+    }
+    events.push(kernel("k0", 2 * MAX_GPU_OP_NAMES));
+    // A CPU op may use a new name past the limit: only GPU op names are bounded.
+    events.push(
+        r#"{"ph":"X","cat":"cpu_op","name":"extra0_cpu","pid":0,"tid":7,"ts":1,"dur":1}"#
+            .to_string(),
+    );
+    let t = read_text(&format!("[{}]", events.join(","))).unwrap();
+    assert_eq!(t.gpu_ops.len(), MAX_GPU_OP_NAMES + 13);
+    assert_eq!((t.folded_gpu_ops, t.folded_gpu_op_names), (12, 10));
+    let names: std::collections::BTreeSet<&str> =
+        t.gpu_ops.iter().map(|op| t.name(op.name)).collect();
+    assert_eq!(names.len(), MAX_GPU_OP_NAMES + 1);
+    assert!(names.contains(FOLDED_GPU_OP_NAME));
+    assert!(!names.contains("extra0"));
+    assert_eq!(t.name(t.gpu_ops.last().unwrap().name), "k0");
+    assert_eq!(t.name(t.cpu_ops[0].name), "extra0_cpu");
+}
