@@ -28,4 +28,5 @@ mod hostile;
 mod overlap;
 mod perf_identity;
 mod shared_traces;
+mod timeline_truth;
 mod trace_identity;
