@@ -12,6 +12,7 @@ use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
+use crate::analyze::timeline::{attach as attach_timeline, stage_timelines, TimelineOptions};
 use crate::catalog::Catalog;
 use crate::checks::diffusers_fallback;
 use crate::error::{Result, TriageError};
@@ -41,6 +42,8 @@ pub(crate) struct TriageRequest {
     pub kernel_table_limit: usize,
     /// Overlap rows per stage (0 = all), before the share cut.
     pub overlap_table_limit: usize,
+    /// Idle gaps listed per stage in the timeline (`--top-gaps`).
+    pub top_gaps: usize,
     pub catalog: Option<PathBuf>,
     pub plugin_dirs: Vec<PathBuf>,
     /// Show a progress bar on stderr while reading.
@@ -184,7 +187,16 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             limit: request.overlap_table_limit,
         },
     );
-    let (mut stages, mut overlap_stages) = attach_overlap(stages, overlap);
+    let (stages, mut overlap_stages) = attach_overlap(stages, overlap);
+    let timelines = stage_timelines(
+        &staged,
+        &formal.locator,
+        &families,
+        &TimelineOptions {
+            top_gaps: request.top_gaps,
+        },
+    );
+    let mut stages = attach_timeline(stages, timelines);
     let inputs = input_infos(&traces_set, &traces);
     if inputs.iter().all(|i| i.graph_capture.is_some()) {
         // Nothing ran: a kernel table of the stray kernels would pretend to be the

@@ -330,6 +330,7 @@ impl StageAccumulator {
             overlap: Vec::new(),
             fusions: Vec::new(),
             similarity: Vec::new(),
+            timeline: None,
             notes,
         }
     }

@@ -6,3 +6,4 @@ pub mod location;
 pub(crate) mod overlap;
 #[cfg(test)]
 mod tests;
+pub(crate) mod timeline;

@@ -225,6 +225,10 @@ pub struct TriageArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub overlap_table_limit: usize,
 
+    /// List the N longest GPU idle gaps per stage in the timeline section.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub top_gaps: usize,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Markdown)]
     pub format: OutputFormat,

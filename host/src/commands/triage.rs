@@ -35,6 +35,7 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         min_share_pct: args.min_share,
         kernel_table_limit: args.kernel_table_limit,
         overlap_table_limit: args.overlap_table_limit,
+        top_gaps: args.top_gaps,
         catalog: args.catalog.clone(),
         plugin_dirs: global.plugin_dirs.clone(),
         progress: !args.quiet && std::io::stderr().is_terminal(),

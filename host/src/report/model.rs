@@ -85,6 +85,10 @@ pub struct StageReport {
     /// At most one heuristic note, kept apart from the tables (`analyze::fuse::similarity`).
     pub similarity: Vec<SimilarityNote>,
     pub notes: Vec<String>,
+    /// Where the stage's wall time goes: steps, GPU busy and idle time, idle by cause
+    /// (`analyze::timeline`). `None` only in reports saved before it existed.
+    #[serde(default)]
+    pub timeline: Option<StageTimeline>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -239,4 +243,148 @@ pub struct SimilarityNote {
     /// The family's label, for the text line.
     pub family: String,
     pub reason: String,
+}
+
+/// Where one stage's wall time goes (`analyze::timeline`). Every time is an exact sum of
+/// integer nanoseconds shown in microseconds; `busy_us + idle_us = span_us` and each
+/// step's parts sum to its `wall_us`, exactly in nanoseconds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageTimeline {
+    /// From the stage's first GPU op start to its last GPU op end (all streams of the
+    /// GPU the tables cover; several traces of one stage add up).
+    pub span_us: f64,
+    /// Union of the time any GPU op of the stage ran.
+    pub busy_us: f64,
+    /// `span_us - busy_us`: no GPU op of the stage ran.
+    pub idle_us: f64,
+    /// `100 * idle_us / span_us`.
+    pub idle_pct: f64,
+    /// Idle time inside a step, from the step's first launch to the end of its last GPU
+    /// op.
+    pub idle_inside_steps_us: f64,
+    /// `idle_us - idle_inside_steps_us`: between steps (host gaps) and outside every step.
+    pub idle_outside_steps_us: f64,
+    /// `idle_us` split by cause; the four parts sum to it exactly.
+    pub idle_by_cause: IdleByCause,
+    /// Idle gaps by length: `< 5 µs`, `5-20 µs`, `20-100 µs`, `100 µs-1 ms`, `1-10 ms`,
+    /// `> 10 ms`; every bin is listed, empty ones too.
+    pub histogram: Vec<GapBin>,
+    /// The longest idle gaps (`--top-gaps`, default 5), longest first.
+    pub top_gaps: Vec<Gap>,
+    /// Where the steps came from: `step[...] annotations`, `execute_... annotations`,
+    /// `ProfilerStep annotations`, `graph launches` or `whole stage`.
+    pub step_source: String,
+    /// Every step, in time order.
+    pub steps: Vec<Step>,
+    /// Wall-time statistics over `steps`.
+    pub step_stats: StepStats,
+    /// What the reader should know: how steps were found, ops outside every step.
+    pub notes: Vec<String>,
+}
+
+/// Idle time by cause (definitions in `docs/report-labels.md`, "Timeline").
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct IdleByCause {
+    pub launch_us: f64,
+    pub sync_us: f64,
+    pub graph_us: f64,
+    pub host_us: f64,
+}
+
+/// One bin of the gap histogram: gaps with `lo_us <= length < hi_us`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct GapBin {
+    pub lo_us: f64,
+    /// `None` for the last, open bin (`> 10 ms`).
+    pub hi_us: Option<f64>,
+    pub count: u64,
+    /// Exact sum of the gaps' lengths.
+    pub total_us: f64,
+}
+
+/// One idle gap: a maximal stretch of the stage's span in which no GPU op ran.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Gap {
+    /// Start on the trace's clock (the `ts` of the op before ends here), in µs.
+    pub start_us: f64,
+    pub dur_us: f64,
+    /// Canonical name of the GPU op that ended at the gap's start.
+    pub before: String,
+    /// Canonical name of the GPU op that started at the gap's end.
+    pub after: String,
+    /// The cause holding the largest part of the gap: `launch`, `sync`, `graph` or `host`
+    /// (definitions in `docs/report-labels.md`, "Timeline").
+    pub cause: String,
+    /// What the launching thread ran during the gap, as self time: the innermost runtime
+    /// call, CPU op and engine Python frame at each instant, largest share first.
+    pub host_activity: Vec<HostShare>,
+}
+
+/// Part of a gap during which the launching thread was inside one runtime call, CPU op
+/// or Python frame (its innermost one of that kind).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostShare {
+    /// A runtime call or CPU op name, or a Python frame as `path:line function`.
+    pub location: String,
+    /// `100 * time inside / gap length`.
+    pub share_pct: f64,
+}
+
+/// One step and its wall time split exactly: `wall_us = compute_us + exposed_comm_us +
+/// memcpy_us + launch_idle_us + sync_idle_us + graph_gap_us + host_gap_us` (in ns).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Step {
+    /// 0-based, in time order.
+    pub index: usize,
+    /// The marker's name (`step[DECODE bs=32]`), or what bounds the step.
+    pub label: String,
+    /// Where the step's wall time begins: the end of the previous step's last GPU op
+    /// when the host gap between them is this step's, else its first launch (µs, the
+    /// trace's clock).
+    pub start_us: f64,
+    /// From `start_us` to the end of the step's last GPU op.
+    pub wall_us: f64,
+    /// Time a kernel other than communication ran (any stream).
+    pub compute_us: f64,
+    /// Time a communication kernel ran and no compute kernel did.
+    pub exposed_comm_us: f64,
+    /// Time only a memcpy or memset ran.
+    pub memcpy_us: f64,
+    /// GPU idle waiting for the next op's launch (the call had not begun, or was in
+    /// flight) with the host not blocked.
+    pub launch_idle_us: f64,
+    /// GPU idle while the launching thread was blocked in a synchronize, event wait or
+    /// blocking copy.
+    pub sync_idle_us: f64,
+    /// GPU idle inside a graph replay whose launch had already been issued.
+    pub graph_gap_us: f64,
+    /// GPU idle between the previous step's last GPU op and this step's first launch.
+    pub host_gap_us: f64,
+}
+
+/// Wall-time statistics over a stage's steps.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepStats {
+    pub count: usize,
+    pub median_wall_us: f64,
+    pub p90_wall_us: f64,
+    pub max_wall_us: f64,
+    /// The steady-state window: the longest run of consecutive steps whose wall times
+    /// lie within 10% of the median (indices, inclusive); `None` without steps.
+    pub steady_first: Option<usize>,
+    pub steady_last: Option<usize>,
+    /// Steps whose wall time exceeds 1.5x the median, with the part that grew most.
+    pub outliers: Vec<StepOutlier>,
+}
+
+/// A step much longer than the median, and what made it so.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepOutlier {
+    pub index: usize,
+    pub wall_us: f64,
+    /// The part that grew most over its median across steps: `compute`,
+    /// `exposed_comm`, `memcpy`, `launch_idle`, `sync_idle`, `graph_gap` or `host_gap`.
+    pub part: String,
+    /// That part's excess over its median.
+    pub grew_us: f64,
 }

@@ -38,6 +38,7 @@ pub(super) fn stage(label: &str, total_gpu_time_us: f64, kernels: Vec<KernelRow>
         overlap: Vec::new(),
         fusions: Vec::new(),
         similarity: Vec::new(),
+        timeline: None,
         notes: Vec::new(),
     }
 }
