@@ -36,6 +36,18 @@ pub enum Platform {
     Rocm,
 }
 
+/// Which CUDA calls issue the work (ROCm traces ignore this).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CudaApis {
+    /// `cudaLaunchKernel`, `cudaMemcpyAsync`, `cudaStreamSynchronize`.
+    Classic,
+    /// What newer stacks record (the B200 vLLM trace in ../shared/traces):
+    /// `cudaLaunchKernelExC` and the driver's `cuLaunchKernelEx` beside
+    /// `cudaLaunchKernel`, `cudaMemsetAsync`, and waits through `cudaEventRecord` +
+    /// `cudaEventSynchronize`.
+    Extended,
+}
+
 /// The step marker the engine writes around each step.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Marker {
@@ -84,6 +96,7 @@ pub struct Scenario {
     pub name: &'static str,
     pub engine: Engine,
     pub platform: Platform,
+    pub cuda_apis: CudaApis,
     pub marker: Marker,
     /// Extend or decode: names the file and the engine's markers.
     pub stage: StageKind,

@@ -1,10 +1,11 @@
 //! The timeline scenarios `make-fixtures --timeline` writes: CUDA eager, CUDA graph
-//! replay, HIP eager (with `hipExtModuleLaunchKernel`), HIP graph replay, and one that
-//! mixes every kind of delay. Each has at most five single-gap delays (host, sync,
+//! replay, HIP eager (with `hipExtModuleLaunchKernel`), HIP graph replay, one that
+//! mixes every kind of delay, and CUDA eager through the extended launch calls
+//! (`cudaLaunchKernelExC`, `cuLaunchKernelEx`, `cudaMemsetAsync`, event waits). Each has at most five single-gap delays (host, sync,
 //! graph), all larger than any other gap in its trace, so a report's default top-5 gaps
 //! list every one of them.
 
-use super::{HostDelay, Marker, Part, Platform, Scenario, StepPlan};
+use super::{CudaApis, HostDelay, Marker, Part, Platform, Scenario, StepPlan};
 use crate::{Engine, Frame, StageKind};
 
 const fn frame(path: &'static str, line: u32, func: &'static str) -> Frame {
@@ -48,6 +49,7 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "cuda-eager",
             engine: Engine::Vllm,
             platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -66,6 +68,7 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "cuda-graph",
             engine: Engine::Sglang,
             platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -84,6 +87,7 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "hip-eager",
             engine: Engine::Sglang,
             platform: Platform::Rocm,
+            cuda_apis: CudaApis::Classic,
             marker: Marker::Engine,
             stage: StageKind::Extend,
             stage_label: "extend/prefill",
@@ -102,6 +106,7 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "hip-graph",
             engine: Engine::Sglang,
             platform: Platform::Rocm,
+            cuda_apis: CudaApis::Classic,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -119,6 +124,7 @@ pub fn scenarios() -> Vec<Scenario> {
             name: "mixed",
             engine: Engine::Vllm,
             platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
             marker: Marker::ProfilerStep,
             stage: StageKind::Decode,
             // No engine marker names the stage.
@@ -132,6 +138,24 @@ pub fn scenarios() -> Vec<Scenario> {
                     vec![LaunchBound(16), Eager(8), sync_us(320)],
                 ),
                 step(host(VLLM_SCHEDULE, 380), vec![graph(20, &[(10, 45)])]),
+            ],
+        },
+        Scenario {
+            name: "cuda-eager-ext",
+            engine: Engine::Vllm,
+            platform: Platform::Cuda,
+            cuda_apis: CudaApis::Extended,
+            marker: Marker::Engine,
+            stage: StageKind::Decode,
+            stage_label: "decode",
+            batch_size: 8,
+            seed: 36,
+            steps: vec![
+                step(None, vec![Eager(18), sync_us(240)]),
+                step(
+                    host(VLLM_UPDATE, 330),
+                    vec![LaunchBound(18), Eager(14), sync_us(280)],
+                ),
             ],
         },
     ]

@@ -7,11 +7,14 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::truth::{Cause, TimelineTruth};
-use super::{scenarios, write_scenario, Platform};
+use super::{scenarios, write_scenario, CudaApis, Platform};
 use crate::recount::load;
 
-const LAUNCHES: [&str; 8] = [
+const LAUNCHES: [&str; 11] = [
     "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cuLaunchKernelEx",
+    "cudaMemsetAsync",
     "cudaMemcpyAsync",
     "cudaGraphLaunch",
     "hipLaunchKernel",
@@ -20,7 +23,11 @@ const LAUNCHES: [&str; 8] = [
     "hipMemcpyWithStream",
     "hipGraphLaunch",
 ];
-const BLOCKING: [&str; 2] = ["cudaStreamSynchronize", "hipMemcpyWithStream"];
+const BLOCKING: [&str; 3] = [
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "hipMemcpyWithStream",
+];
 const GRAPH_LAUNCHES: [&str; 2] = ["cudaGraphLaunch", "hipGraphLaunch"];
 
 fn ns(v: &Value) -> u64 {
@@ -64,7 +71,10 @@ fn check(truth: &TimelineTruth) -> Result<(), String> {
         .filter(|s| ["kernel", "gpu_memcpy", "gpu_memset"].contains(&s.cat.as_str()))
         .collect();
     gpu.sort_by_key(|s| s.start);
-    let runtime: Vec<&Span> = all.iter().filter(|s| s.cat == "cuda_runtime").collect();
+    let runtime: Vec<&Span> = all
+        .iter()
+        .filter(|s| s.cat == "cuda_runtime" || s.cat == "cuda_driver")
+        .collect();
     let launch_of: BTreeMap<u64, &Span> = runtime
         .iter()
         .filter(|s| LAUNCHES.contains(&s.name.as_str()))
@@ -238,7 +248,7 @@ fn written() -> (tempfile::TempDir, Vec<TimelineTruth>) {
 #[test]
 fn every_scenarios_ground_truth_matches_its_trace() {
     let (_dir, truths) = written();
-    assert_eq!(truths.len(), 5);
+    assert_eq!(truths.len(), 6);
     for truth in &truths {
         check(truth).unwrap_or_else(|e| panic!("{}: {e}", truth.scenario));
     }
@@ -293,12 +303,23 @@ fn every_kind_of_delay_and_launch_api_is_covered() {
     }
     for (truth, scenario) in truths.iter().zip(&all) {
         let text = format!("{}", load(&truth.trace));
-        let (wanted, unwanted): (&[&str], &str) = match scenario.platform {
-            Platform::Cuda => (
+        let (wanted, unwanted): (&[&str], &str) = match (scenario.platform, scenario.cuda_apis) {
+            (Platform::Cuda, CudaApis::Classic) => (
                 &["cudaLaunchKernel", "cudaStreamSynchronize"],
                 "\"name\":\"hip",
             ),
-            Platform::Rocm => (
+            (Platform::Cuda, CudaApis::Extended) => (
+                &[
+                    "\"cudaLaunchKernel\"",
+                    "\"cudaLaunchKernelExC\"",
+                    "\"cuLaunchKernelEx\"",
+                    "\"cudaMemsetAsync\"",
+                    "\"gpu_memset\"",
+                    "\"cudaEventSynchronize\"",
+                ],
+                "\"name\":\"hip",
+            ),
+            (Platform::Rocm, _) => (
                 &[
                     "hipLaunchKernel",
                     "hipExtModuleLaunchKernel",

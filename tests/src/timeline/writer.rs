@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::truth::{Cause, Delay, FrameTruth, StepTruth, TimelineTruth};
-use super::{HostDelay, Marker, Part, Platform, Scenario, StepPlan};
+use super::{CudaApis, HostDelay, Marker, Part, Platform, Scenario, StepPlan};
 use crate::engines::{profile, Issue, Op, Profile, GRAPH_REPLAY, MODULE_CALL};
 use crate::{json_str, us, Engine, Event, Frame, Rng, StageKind};
 
@@ -84,6 +84,8 @@ struct Writer<'a> {
     /// The kernels and copies a step launches, cycled through.
     ops: Vec<Op>,
     next_op: usize,
+    /// Launch calls so far (picks the call in the extended CUDA API mix).
+    launches: u64,
     rng: Rng,
     cpu: u64,
     /// When the stream's last queued GPU op ends.
@@ -114,6 +116,7 @@ impl<'a> Writer<'a> {
             frames: engine_frames(scenario.engine),
             ops,
             next_op: 0,
+            launches: 0,
             rng: Rng::new(scenario.seed),
             cpu: EPOCH_NS + 10_000,
             gpu: 0,
@@ -390,7 +393,8 @@ impl<'a> Writer<'a> {
     }
 
     /// A device-to-host copy the host waits for: CUDA `cudaMemcpyAsync` then
-    /// `cudaStreamSynchronize`, ROCm one blocking `hipMemcpyWithStream`. Returns when the
+    /// `cudaStreamSynchronize` (extended APIs: `cudaEventRecord` then
+    /// `cudaEventSynchronize`), ROCm one blocking `hipMemcpyWithStream`. Returns when the
     /// host started to block.
     fn blocking_copy(&mut self, frame: &Frame) -> u64 {
         self.open_frame(self.frame_name(frame));
@@ -424,13 +428,28 @@ impl<'a> Writer<'a> {
                     us(call_dur)
                 ),
             );
-            let sync_start = copy_start + call_dur + 500;
+            let mut sync_start = copy_start + call_dur + 500;
+            let (sync_name, sync_cbid) = if self.scenario.cuda_apis == CudaApis::Extended {
+                // Record an event after the copy and wait for that event.
+                let record_correlation = self.correlation();
+                self.push(
+                    sync_start,
+                    format!(
+                        "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaEventRecord\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": 2.000, \"args\": {{\"cbid\": 135, \"correlation\": {record_correlation}}}}}",
+                        us(sync_start)
+                    ),
+                );
+                sync_start += 2_500;
+                ("cudaEventSynchronize", 133)
+            } else {
+                ("cudaStreamSynchronize", 131)
+            };
             let sync_end = gpu_end.max(sync_start) + 1_500;
             let sync_correlation = self.correlation();
             self.push(
                 sync_start,
                 format!(
-                    "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"cbid\": 131, \"correlation\": {sync_correlation}}}}}",
+                    "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{sync_name}\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"cbid\": {sync_cbid}, \"correlation\": {sync_correlation}}}}}",
                     us(sync_start),
                     us(sync_end - sync_start)
                 ),
@@ -501,40 +520,20 @@ impl<'a> Writer<'a> {
                 us(self.cpu - op_start)
             ),
         );
-        let args = match (self.rocm(), op.issue) {
-            (false, Issue::Kernel) => format!("\"name\": \"cudaLaunchKernel\", \"args\": {{\"External id\": {external}, \"cbid\": 211, \"correlation\": {correlation}}}"),
-            (false, Issue::MemcpyDtoD) => format!("\"name\": \"cudaMemcpyAsync\", \"args\": {{\"External id\": {external}, \"cbid\": 41, \"correlation\": {correlation}}}"),
-            (true, Issue::Kernel) => {
-                // hipBLASLt's Tensile kernels go through the module API.
-                let (name, cid) = if op.raw.starts_with("Cijk_") {
-                    ("hipExtModuleLaunchKernel", 65)
-                } else {
-                    ("hipLaunchKernel", 107)
-                };
-                format!(
-                    "\"name\": \"{name}\", \"args\": {{\"External id\": {external}, \"kernel\": {}, \"cid\": {cid}, \"correlation\": {correlation}, \"grid\": [304, 1, 1], \"block\": [256, 1, 1], \"shared memory\": 0}}",
-                    json_str(op.raw)
-                )
-            }
-            (true, Issue::MemcpyDtoD) => format!("\"name\": \"hipMemcpyAsync\", \"args\": {{\"External id\": {external}, \"cid\": 134, \"correlation\": {correlation}, \"bytes\": \"262144\", \"kind\": \"3\"}}"),
-        };
+        let (cat, args, gpu_cat, gpu_name) = self.launch_call(op, external, correlation);
         self.push(
             launch_start,
             format!(
-                "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", {args}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}}}",
+                "{{\"ph\": \"X\", \"cat\": \"{cat}\", {args}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}}}",
                 us(launch_start),
                 us(launch_dur)
             ),
         );
         self.step_first_launch.get_or_insert(launch_start);
         let start = self.gpu.max(launch_start + LAUNCH_LATENCY_NS) + wait;
-        let cat = match op.issue {
-            Issue::Kernel => "kernel",
-            Issue::MemcpyDtoD => "gpu_memcpy",
-        };
         self.gpu_op(
-            op.raw,
-            cat,
+            gpu_name,
+            gpu_cat,
             start,
             dur,
             Some(external),
@@ -545,6 +544,58 @@ impl<'a> Writer<'a> {
         self.close_frame();
         self.close_frame();
         (launch_start, start)
+    }
+
+    /// The runtime (or driver) call that issues `op`: its category, its name and args
+    /// as JSON members, and the GPU event's category and name.
+    fn launch_call(
+        &mut self,
+        op: &Op,
+        external: u64,
+        correlation: u64,
+    ) -> (&'static str, String, &'static str, &'static str) {
+        self.launches += 1;
+        let extended = self.scenario.cuda_apis == CudaApis::Extended;
+        match (self.rocm(), op.issue) {
+            (false, Issue::Kernel) => {
+                let (cat, name, cbid, external) = match (extended, self.launches % 3) {
+                    (true, 0) => ("cuda_runtime", "cudaLaunchKernelExC", 430, Some(external)),
+                    // Driver launches (JIT-compiled kernels) carry no External id.
+                    (true, 1) => ("cuda_driver", "cuLaunchKernelEx", 652, None),
+                    _ => ("cuda_runtime", "cudaLaunchKernel", 211, Some(external)),
+                };
+                let external = external
+                    .map(|e| format!("\"External id\": {e}, "))
+                    .unwrap_or_default();
+                let args = format!("\"name\": \"{name}\", \"args\": {{{external}\"cbid\": {cbid}, \"correlation\": {correlation}}}");
+                (cat, args, "kernel", op.raw)
+            }
+            (false, Issue::MemcpyDtoD) if extended => {
+                let args = format!("\"name\": \"cudaMemsetAsync\", \"args\": {{\"External id\": {external}, \"cbid\": 51, \"correlation\": {correlation}}}");
+                ("cuda_runtime", args, "gpu_memset", "Memset (Device)")
+            }
+            (false, Issue::MemcpyDtoD) => {
+                let args = format!("\"name\": \"cudaMemcpyAsync\", \"args\": {{\"External id\": {external}, \"cbid\": 41, \"correlation\": {correlation}}}");
+                ("cuda_runtime", args, "gpu_memcpy", op.raw)
+            }
+            (true, Issue::Kernel) => {
+                // hipBLASLt's Tensile kernels go through the module API.
+                let (name, cid) = if op.raw.starts_with("Cijk_") {
+                    ("hipExtModuleLaunchKernel", 65)
+                } else {
+                    ("hipLaunchKernel", 107)
+                };
+                let args = format!(
+                    "\"name\": \"{name}\", \"args\": {{\"External id\": {external}, \"kernel\": {}, \"cid\": {cid}, \"correlation\": {correlation}, \"grid\": [304, 1, 1], \"block\": [256, 1, 1], \"shared memory\": 0}}",
+                    json_str(op.raw)
+                );
+                ("cuda_runtime", args, "kernel", op.raw)
+            }
+            (true, Issue::MemcpyDtoD) => {
+                let args = format!("\"name\": \"hipMemcpyAsync\", \"args\": {{\"External id\": {external}, \"cid\": 134, \"correlation\": {correlation}, \"bytes\": \"262144\", \"kind\": \"3\"}}");
+                ("cuda_runtime", args, "gpu_memcpy", op.raw)
+            }
+        }
     }
 
     #[expect(clippy::too_many_arguments, reason = "one GPU event's fields")]

@@ -208,3 +208,8 @@ fn hip_graph_replay_gaps_and_blocking_copy_are_charged_to_their_cause_and_frame(
 fn profiler_step_trace_mixing_every_delay_charges_each_to_its_cause_and_frame() {
     check_scenario("mixed");
 }
+
+#[test]
+fn cuda_launch_ex_driver_launches_memsets_and_event_waits_are_charged_to_their_cause() {
+    check_scenario("cuda-eager-ext");
+}
