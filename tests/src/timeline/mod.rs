@@ -97,6 +97,8 @@ pub struct Scenario {
     pub engine: Engine,
     pub platform: Platform,
     pub cuda_apis: CudaApis,
+    /// A second Python thread runs an engine frame over every host delay.
+    pub background_thread: bool,
     pub marker: Marker,
     /// Extend or decode: names the file and the engine's markers.
     pub stage: StageKind,

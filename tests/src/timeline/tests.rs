@@ -40,6 +40,7 @@ struct Span {
     name: String,
     start: u64,
     end: u64,
+    tid: u64,
     correlation: Option<u64>,
 }
 
@@ -56,6 +57,7 @@ fn spans(trace: &Value) -> Vec<Span> {
                 name: e["name"].as_str().unwrap().to_string(),
                 start,
                 end: start + ns(&e["dur"]),
+                tid: e["tid"].as_u64().unwrap(),
                 correlation: e["args"]["correlation"].as_u64(),
             }
         })
@@ -229,6 +231,27 @@ fn check(truth: &TimelineTruth) -> Result<(), String> {
             return Err(format!("unclaimed idle [{a}, {b}]"));
         }
     }
+    // Another thread's frame runs over every host delay, off the launching thread.
+    for foreign in &truth.foreign_frames {
+        for delay in truth.delays.iter().filter(|d| d.cause == Cause::Host) {
+            let launching = all
+                .iter()
+                .find(|s| s.cat == "python_function" && s.start == delay.start_ns)
+                .map(|s| s.tid);
+            let covered = all.iter().any(|s| {
+                s.name == foreign.name
+                    && Some(s.tid) != launching
+                    && s.start <= delay.start_ns
+                    && delay.end_ns <= s.end
+            });
+            if !covered {
+                return Err(format!(
+                    "{} not over the delay at {}",
+                    foreign.name, delay.start_ns
+                ));
+            }
+        }
+    }
     let singles = truth
         .delays
         .iter()
@@ -279,6 +302,16 @@ fn the_check_rejects_a_truth_that_is_off_by_one_microsecond() {
             assert!(
                 check(&recaused).is_err(),
                 "{} delay {i} recaused",
+                truth.scenario
+            );
+        }
+        if !truth.foreign_frames.is_empty() {
+            let mut launching = truth.clone();
+            launching.foreign_frames[0] =
+                truth.delays.iter().find_map(|d| d.frame.clone()).unwrap();
+            assert!(
+                check(&launching).is_err(),
+                "{}: foreign = own frame",
                 truth.scenario
             );
         }

@@ -86,6 +86,25 @@ pub struct TimelineTruth {
     pub busy_ns: u64,
     pub steps: Vec<StepTruth>,
     pub delays: Vec<Delay>,
+    /// Frames of other threads that run during host delays: no host activity may name
+    /// them.
+    pub foreign_frames: Vec<FrameTruth>,
+}
+
+fn frame_json(f: &FrameTruth) -> Value {
+    json!({
+        "name": f.name,
+        "path": f.path,
+        "line": f.line,
+        "function": f.function,
+    })
+}
+
+impl FrameTruth {
+    /// The location a report gives the frame: `path:line function`.
+    pub fn location(&self) -> String {
+        format!("{}:{} {}", self.path, self.line, self.function)
+    }
 }
 
 impl TimelineTruth {
@@ -111,13 +130,9 @@ impl TimelineTruth {
                 "end_ns": d.end_ns,
                 "amount_ns": d.amount_ns,
                 "gaps": d.gaps,
-                "frame": d.frame.as_ref().map(|f| json!({
-                    "name": f.name,
-                    "path": f.path,
-                    "line": f.line,
-                    "function": f.function,
-                })),
+                "frame": d.frame.as_ref().map(frame_json),
             })).collect::<Vec<_>>(),
+            "foreign_frames": self.foreign_frames.iter().map(frame_json).collect::<Vec<_>>(),
         })
     }
 
@@ -132,6 +147,14 @@ impl TimelineTruth {
         let text_of =
             |v: &Value, key: &str| v[key].as_str().map(str::to_string).ok_or_else(|| bad(key));
         let ns = |v: &Value, key: &str| v[key].as_u64().ok_or_else(|| bad(key));
+        let read_frame = |f: &Value| {
+            Ok::<_, String>(FrameTruth {
+                name: text_of(f, "name")?,
+                path: text_of(f, "path")?,
+                line: ns(f, "line")? as u32,
+                function: text_of(f, "function")?,
+            })
+        };
         let steps = v["steps"]
             .as_array()
             .ok_or_else(|| bad("steps"))?
@@ -151,12 +174,7 @@ impl TimelineTruth {
             .map(|d| {
                 let frame = match &d["frame"] {
                     Value::Null => None,
-                    f => Some(FrameTruth {
-                        name: text_of(f, "name")?,
-                        path: text_of(f, "path")?,
-                        line: ns(f, "line")? as u32,
-                        function: text_of(f, "function")?,
-                    }),
+                    f => Some(read_frame(f)?),
                 };
                 Ok(Delay {
                     cause: d["cause"]
@@ -172,6 +190,12 @@ impl TimelineTruth {
                 })
             })
             .collect::<Result<_, String>>()?;
+        let foreign_frames = v["foreign_frames"]
+            .as_array()
+            .ok_or_else(|| bad("foreign_frames"))?
+            .iter()
+            .map(read_frame)
+            .collect::<Result<_, String>>()?;
         Ok(TimelineTruth {
             scenario: text_of(&v, "scenario")?,
             framework: text_of(&v, "framework")?,
@@ -183,6 +207,7 @@ impl TimelineTruth {
             busy_ns: ns(&v, "busy_ns")?,
             steps,
             delays,
+            foreign_frames,
         })
     }
 

@@ -17,6 +17,8 @@ use crate::{json_str, us, Engine, Event, Frame, Rng, StageKind};
 const CPU_PID: u64 = 41_000;
 const GPU_PID: u64 = 0;
 const STREAM: u64 = 7;
+/// A second Python thread of the process (not the one that launches).
+const BACKGROUND_TID: u64 = 41_007;
 /// Where the clock starts, in ns (13 integer digits in µs, like real Kineto traces).
 const EPOCH_NS: u64 = 1_700_000_000_000_000;
 /// From a launch call's start to the earliest its GPU op can start.
@@ -49,6 +51,8 @@ struct EngineFrames {
     sync_copy: Frame,
     /// Host work while a graph replays.
     during_replay: Frame,
+    /// What a background thread of the process runs (never the launching thread).
+    background: Frame,
 }
 
 fn engine_frames(engine: Engine) -> EngineFrames {
@@ -59,6 +63,7 @@ fn engine_frames(engine: Engine) -> EngineFrames {
             token_copy: f("v1/worker/gpu_model_runner.py", 2254, "_to_list"),
             sync_copy: f("v1/worker/gpu_model_runner.py", 1180, "_prepare_inputs"),
             during_replay: f("v1/worker/gpu_model_runner.py", 2190, "_bookkeeping_sync"),
+            background: f("v1/engine/core.py", 1004, "process_input_sockets"),
         },
         _ => EngineFrames {
             event_loop: f("managers/scheduler.py", 1014, "event_loop_normal"),
@@ -73,6 +78,7 @@ fn engine_frames(engine: Engine) -> EngineFrames {
                 "replay_prepare",
             ),
             during_replay: f("managers/schedule_batch.py", 1702, "prepare_for_decode"),
+            background: f("managers/scheduler.py", 2600, "watchdog_thread"),
         },
     }
 }
@@ -161,6 +167,10 @@ impl<'a> Writer<'a> {
         for json in lines {
             self.events.push(Event { ts: 0, json });
         }
+        if self.scenario.background_thread {
+            let json = meta(CPU_PID, Some(BACKGROUND_TID), "thread_name", "python3");
+            self.events.push(Event { ts: 0, json });
+        }
     }
 
     fn step_label(&self) -> String {
@@ -241,6 +251,23 @@ impl<'a> Writer<'a> {
         self.cpu += delay.ns - 300;
         self.close_frame();
         let frame = Some(self.frame_truth(&delay.frame));
+        if self.scenario.background_thread {
+            // Another thread busy in Python over the whole delay: a correct analysis
+            // charges the delay to the launching thread's frame only.
+            let (from, to) = (start - 2_000, start + delay.ns + 2_000);
+            self.next_python_id += 1;
+            let background = self.frame_name(&self.frames.background);
+            self.push(
+                from,
+                format!(
+                    "{{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {BACKGROUND_TID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"Python id\": {}, \"Python parent id\": 0}}}}",
+                    json_str(&background),
+                    us(from),
+                    us(to - from),
+                    self.next_python_id
+                ),
+            );
+        }
         // The step it precedes is the one about to start.
         self.delays.push(Delay {
             cause: Cause::Host,
@@ -661,6 +688,11 @@ impl<'a> Writer<'a> {
             busy_ns,
             steps: self.steps.clone(),
             delays: self.delays.clone(),
+            foreign_frames: if self.scenario.background_thread {
+                vec![self.frame_truth(&self.frames.background)]
+            } else {
+                Vec::new()
+            },
         }
     }
 

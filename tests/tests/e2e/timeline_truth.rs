@@ -78,6 +78,58 @@ fn disagreements(truth: &TimelineTruth) -> Vec<String> {
         ));
     }
 
+    // Inside vs outside steps (steps span first launch to last GPU op; host delays lie
+    // between steps), and the histogram: its totals are the idle time, and each
+    // single-gap delay is counted in the bin of its length.
+    let (inside, outside) = (
+        field(timeline, "idle_inside_steps_us"),
+        field(timeline, "idle_outside_steps_us"),
+    );
+    if inside + outside != idle {
+        wrong.push(format!(
+            "idle inside {inside} + outside {outside} ns != idle_us {idle} ns"
+        ));
+    }
+    let injected = |host: bool| {
+        truth
+            .delays
+            .iter()
+            .filter(|d| (d.cause == Cause::Host) == host)
+            .map(|d| d.amount_ns)
+            .sum::<u64>()
+    };
+    if !enough(outside, injected(true)) || !enough(inside, injected(false)) {
+        wrong.push(format!(
+            "idle inside/outside steps {inside}/{outside} ns; injected {}/{} ns",
+            injected(false),
+            injected(true)
+        ));
+    }
+    let bins = timeline["histogram"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let total: i64 = bins.iter().map(|b| field(b, "total_us")).sum();
+    if total != idle {
+        wrong.push(format!("histogram totals {total} ns, idle_us {idle} ns"));
+    }
+    for bin in &bins {
+        let lo = field(bin, "lo_us");
+        let hi = ns(&bin["hi_us"]).unwrap_or(i64::MAX);
+        let single = truth
+            .delays
+            .iter()
+            .filter(|d| d.cause != Cause::Launch && d.cause != Cause::Host)
+            .filter(|d| (lo..hi).contains(&(d.amount_ns as i64)))
+            .count() as i64;
+        if field(bin, "count") < single {
+            wrong.push(format!(
+                "histogram bin {lo}-{hi} ns counts {}, {single} injected gaps lie there",
+                bin["count"]
+            ));
+        }
+    }
+
     let steps = timeline["steps"].as_array().cloned().unwrap_or_default();
     let labels: Vec<&str> = steps.iter().filter_map(|s| s["label"].as_str()).collect();
     let expected: Vec<&str> = truth.steps.iter().map(|s| s.label.as_str()).collect();
@@ -147,7 +199,7 @@ fn disagreements(truth: &TimelineTruth) -> Vec<String> {
             wrong.push(format!("{what}: top gap classed `{}`", gap["cause"]));
         }
         if let (Cause::Host, Some(frame)) = (delay.cause, &delay.frame) {
-            let location = format!("{}:{} {}", frame.path, frame.line, frame.function);
+            let location = frame.location();
             let dur = field(gap, "dur_us");
             let charged = gap["host_activity"]
                 .as_array()
@@ -164,6 +216,27 @@ fn disagreements(truth: &TimelineTruth) -> Vec<String> {
                 wrong.push(format!(
                     "{what}: `{location}` charged {charged} ns; host_activity {}",
                     gap["host_activity"]
+                ));
+            }
+        }
+    }
+    // Other threads' frames are no host activity of the launching thread.
+    for foreign in &truth.foreign_frames {
+        let location = foreign.location();
+        for gap in &gaps {
+            let named = gap["host_activity"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|a| {
+                    a["location"]
+                        .as_str()
+                        .is_some_and(|l| l.ends_with(&location))
+                });
+            if named {
+                wrong.push(format!(
+                    "top gap at {} names `{location}`, which ran on another thread",
+                    gap["start_us"]
                 ));
             }
         }
