@@ -121,12 +121,32 @@ fn check(truth: &TimelineTruth) -> Result<(), String> {
             .filter(|l| marker.start <= l.start && l.end <= marker.end)
             .collect();
         let first_launch = inside.iter().map(|l| l.start).min().ok_or("empty step")?;
-        let end = gpu
+        let ops: Vec<&&Span> = gpu
             .iter()
             .filter(|op| inside.iter().any(|l| l.correlation == op.correlation))
+            .collect();
+        let end = ops
+            .iter()
             .map(|op| op.end)
             .max()
             .ok_or("step without GPU ops")?;
+        // Communication read off the kernel names alone (all-reduce kernels).
+        let mut parts = [0; 3];
+        for op in &ops {
+            let comm = op.name.contains("reduce") || op.name.starts_with("nccl");
+            let part = match (op.cat.as_str(), comm) {
+                ("kernel", false) => 0,
+                ("kernel", true) => 1,
+                _ => 2,
+            };
+            parts[part] += op.end - op.start;
+        }
+        if parts != [step.compute_ns, step.comm_ns, step.memcpy_ns] {
+            return Err(format!(
+                "step {}: parts {parts:?} != truth {step:?}",
+                marker.name
+            ));
+        }
         if (marker.name.as_str(), first_launch, end)
             != (step.label.as_str(), step.first_launch_ns, step.end_ns)
         {

@@ -68,6 +68,11 @@ pub struct StepTruth {
     pub label: String,
     pub first_launch_ns: u64,
     pub end_ns: u64,
+    /// GPU time of the step's compute kernels, communication kernels (one stream: all
+    /// exposed) and copies/memsets.
+    pub compute_ns: u64,
+    pub comm_ns: u64,
+    pub memcpy_ns: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,6 +127,9 @@ impl TimelineTruth {
                 "label": s.label,
                 "first_launch_ns": s.first_launch_ns,
                 "end_ns": s.end_ns,
+                "compute_ns": s.compute_ns,
+                "comm_ns": s.comm_ns,
+                "memcpy_ns": s.memcpy_ns,
             })).collect::<Vec<_>>(),
             "delays": self.delays.iter().map(|d| json!({
                 "cause": d.cause.as_str(),
@@ -164,6 +172,9 @@ impl TimelineTruth {
                     label: text_of(s, "label")?,
                     first_launch_ns: ns(s, "first_launch_ns")?,
                     end_ns: ns(s, "end_ns")?,
+                    compute_ns: ns(s, "compute_ns")?,
+                    comm_ns: ns(s, "comm_ns")?,
+                    memcpy_ns: ns(s, "memcpy_ns")?,
                 })
             })
             .collect::<Result<_, String>>()?;

@@ -108,6 +108,9 @@ struct Writer<'a> {
     step: usize,
     step_first_launch: Option<u64>,
     step_gpu_start: Option<u64>,
+    /// The step's GPU time so far: compute kernels, communication kernels, copies and
+    /// memsets.
+    step_busy: [u64; 3],
 }
 
 impl<'a> Writer<'a> {
@@ -137,6 +140,7 @@ impl<'a> Writer<'a> {
             step: 0,
             step_first_launch: None,
             step_gpu_start: None,
+            step_busy: [0; 3],
         }
     }
 
@@ -194,6 +198,7 @@ impl<'a> Writer<'a> {
         self.cpu += 1_000;
         self.step_first_launch = None;
         self.step_gpu_start = None;
+        self.step_busy = [0; 3];
         for frame in (self.profile.outer)(self.scenario.stage) {
             self.open_frame(self.frame_name(&frame));
         }
@@ -235,6 +240,9 @@ impl<'a> Writer<'a> {
             label,
             first_launch_ns: self.step_first_launch.unwrap_or(step_start),
             end_ns: self.gpu,
+            compute_ns: self.step_busy[0],
+            comm_ns: self.step_busy[1],
+            memcpy_ns: self.step_busy[2],
         });
         self.cpu += 3_000;
     }
@@ -670,8 +678,23 @@ impl<'a> Writer<'a> {
             ),
         );
         self.step_gpu_start.get_or_insert(start);
+        // One stream: every op's time is its step's, and communication is all exposed.
+        let part = match cat {
+            "kernel" if self.is_communication(name) => 1,
+            "kernel" => 0,
+            _ => 2,
+        };
+        self.step_busy[part] += dur;
         self.busy.push((start, start + dur));
         self.gpu = start + dur;
+    }
+
+    /// A kernel is communication when the layer op it comes from is an all-reduce.
+    fn is_communication(&self, kernel: &str) -> bool {
+        self.ops.iter().any(|op| {
+            op.raw == kernel
+                && (op.cpu_op.contains("all_reduce") || op.cpu_op.contains("allreduce"))
+        })
     }
 
     fn truth(&self, path: &Path) -> TimelineTruth {
@@ -765,7 +788,7 @@ fn hip_ops(stage: StageKind) -> Vec<Op> {
         "Memcpy DtoD (Device -> Device)",
         attention,
         "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x256x32_MI16x16x1_SN_LDSB1_AFC1_ISA942_WG16_4_4",
-        "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)",
+        "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 8>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int, int)",
         "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
         "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT320x224x64_MI16x16x1_SN_LDSB0_AFC1_ISA942_WG16_4_4",
         "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",

@@ -158,6 +158,19 @@ fn disagreements(truth: &TimelineTruth) -> Vec<String> {
                 want.end_ns, got.0, got.1
             ));
         }
+        let busy = [
+            ("compute_us", want.compute_ns),
+            ("exposed_comm_us", want.comm_ns),
+            ("memcpy_us", want.memcpy_ns),
+        ];
+        for (part, expected) in busy {
+            if field(step, part) != expected as i64 {
+                wrong.push(format!(
+                    "step {i}: {part} expected {expected} ns, got {} ns",
+                    field(step, part)
+                ));
+            }
+        }
         for cause in [Cause::Launch, Cause::Sync, Cause::Graph, Cause::Host] {
             let injected = truth.injected_ns(i, cause);
             let charged = field(step, step_field(cause));
