@@ -4,6 +4,7 @@ pub(crate) mod json;
 pub(crate) mod markdown;
 pub mod model;
 pub(crate) mod text;
+mod timeline;
 mod view;
 
 #[cfg(test)]

@@ -171,7 +171,8 @@ pub struct OverlapStage {
     pub busy_us: f64,
     /// Union of the time two or more streams were busy.
     pub overlapped_us: f64,
-    /// Gaps between the stage's first GPU start and last GPU end.
+    /// Gaps between the stage's first GPU start and last GPU end: the same time as
+    /// `stages[].timeline.idle_us`, which splits it by cause.
     pub idle_us: f64,
     /// Time two ops ran at once on one stream, summed over streams.
     pub same_stream_overlap_us: f64,

@@ -161,11 +161,13 @@ pub(super) fn view(report: &Report, min_share_pct: f64) -> View {
     let blocks = if only_captures {
         Vec::new()
     } else {
-        vec![
+        let mut blocks = vec![
             kernel_block(report, min_share_pct),
             overlap_block(report, min_share_pct),
             fuse_block(report),
-        ]
+        ];
+        blocks.extend(super::timeline::timeline_blocks(report));
+        blocks
     };
     View {
         title: "Triage View",
@@ -317,7 +319,7 @@ fn kernel_row(row: &KernelRow, name: String) -> Row {
 
 /// The kernel name as a table shows it: nested template arguments collapsed (the
 /// leaf `trace::names` owns the rule). JSON keeps the whole name.
-fn display_kernel_name(name: &str) -> String {
+pub(super) fn display_kernel_name(name: &str) -> String {
     use crate::trace::names::{short_name, SHORT_ARGS_MAX};
     short_name(name, SHORT_ARGS_MAX)
 }
@@ -585,7 +587,7 @@ fn evidence_lines(row: &FusionRow) -> Cell {
 }
 
 /// A table with one row: `message` in column `at`, `-` everywhere else.
-fn placeholder_table(
+pub(super) fn placeholder_table(
     header: &'static [&'static str],
     align: &'static [Align],
     at: usize,

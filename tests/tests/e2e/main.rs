@@ -28,5 +28,6 @@ mod hostile;
 mod overlap;
 mod perf_identity;
 mod shared_traces;
+mod timeline;
 mod timeline_truth;
 mod trace_identity;

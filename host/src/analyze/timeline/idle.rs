@@ -337,7 +337,7 @@ mod tests {
                 after: 2
             }]
         );
-        assert_eq!(busy_in(&s.busy, 0, 300), [200, 50, 50]);
+        assert_eq!(busy_in(&s.busy, 0, 300), [150, 50, 50]);
         assert_eq!(busy_in(&s.busy, 40, 210), [100, 10, 10]);
     }
 

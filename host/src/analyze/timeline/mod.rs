@@ -17,6 +17,8 @@ mod host;
 mod idle;
 mod stats;
 mod steps;
+#[cfg(test)]
+mod tests;
 
 use rustc_hash::FxHashMap;
 

@@ -126,6 +126,6 @@ mod tests {
         assert_eq!(stats.outliers.len(), 1);
         assert_eq!(stats.outliers[0].index, 2);
         assert_eq!(stats.outliers[0].part, "host_gap");
-        assert_eq!(stats.outliers[0].grew_us, 298.0);
+        assert_eq!(stats.outliers[0].grew_us, 299.0);
     }
 }

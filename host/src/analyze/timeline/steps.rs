@@ -216,3 +216,9 @@ fn whole_stage(linked: &Linked, ops: &[SweepOp]) -> Steps {
         notes: vec!["no step markers or graph launches: the whole stage is one step".to_string()],
     }
 }
+
+/// The step source a marker name would give, if it is a step marker (for tests).
+#[cfg(test)]
+pub(super) fn marker_kind_source(name: &str) -> Option<&'static str> {
+    MarkerKind::of(name).map(MarkerKind::source)
+}
