@@ -97,6 +97,9 @@ pub struct Scenario {
     pub engine: Engine,
     pub platform: Platform,
     pub cuda_apis: CudaApis,
+    /// 1: every op on the compute stream; 2: the layers' NCCL all-reduce on a
+    /// communication stream, overlapping the next layer's compute.
+    pub streams: usize,
     /// A second Python thread runs an engine frame over every host delay.
     pub background_thread: bool,
     pub marker: Marker,

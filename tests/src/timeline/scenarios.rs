@@ -1,7 +1,8 @@
 //! The timeline scenarios `make-fixtures --timeline` writes: CUDA eager, CUDA graph
 //! replay, HIP eager (with `hipExtModuleLaunchKernel`), HIP graph replay, one that
 //! mixes every kind of delay, and CUDA eager through the extended launch calls
-//! (`cudaLaunchKernelExC`, `cuLaunchKernelEx`, `cudaMemsetAsync`, event waits). Each has at most five single-gap delays (host, sync,
+//! (`cudaLaunchKernelExC`, `cuLaunchKernelEx`, `cudaMemsetAsync`, event waits), and
+//! CUDA eager on two streams (NCCL all-reduce overlapping compute). Each has at most five single-gap delays (host, sync,
 //! graph), all larger than any other gap in its trace, so a report's default top-5 gaps
 //! list every one of them.
 
@@ -51,6 +52,7 @@ pub fn scenarios() -> Vec<Scenario> {
             platform: Platform::Cuda,
             cuda_apis: CudaApis::Classic,
             background_thread: false,
+            streams: 1,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -71,6 +73,7 @@ pub fn scenarios() -> Vec<Scenario> {
             platform: Platform::Cuda,
             cuda_apis: CudaApis::Classic,
             background_thread: false,
+            streams: 1,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -91,6 +94,7 @@ pub fn scenarios() -> Vec<Scenario> {
             platform: Platform::Rocm,
             cuda_apis: CudaApis::Classic,
             background_thread: false,
+            streams: 1,
             marker: Marker::Engine,
             stage: StageKind::Extend,
             stage_label: "extend/prefill",
@@ -111,6 +115,7 @@ pub fn scenarios() -> Vec<Scenario> {
             platform: Platform::Rocm,
             cuda_apis: CudaApis::Classic,
             background_thread: false,
+            streams: 1,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -130,6 +135,7 @@ pub fn scenarios() -> Vec<Scenario> {
             platform: Platform::Cuda,
             cuda_apis: CudaApis::Classic,
             background_thread: false,
+            streams: 1,
             marker: Marker::ProfilerStep,
             stage: StageKind::Decode,
             // No engine marker names the stage.
@@ -151,6 +157,7 @@ pub fn scenarios() -> Vec<Scenario> {
             platform: Platform::Cuda,
             cuda_apis: CudaApis::Extended,
             background_thread: true,
+            streams: 1,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -162,6 +169,27 @@ pub fn scenarios() -> Vec<Scenario> {
                     host(VLLM_UPDATE, 330),
                     vec![LaunchBound(18), Eager(14), sync_us(280)],
                 ),
+            ],
+        },
+        Scenario {
+            name: "cuda-two-stream",
+            engine: Engine::Sglang,
+            platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
+            background_thread: false,
+            streams: 2,
+            marker: Marker::Engine,
+            stage: StageKind::Decode,
+            stage_label: "decode",
+            batch_size: 16,
+            seed: 37,
+            steps: vec![
+                step(None, vec![Eager(26)]),
+                step(
+                    host(SGLANG_PROCESS_INPUT, 270),
+                    vec![Eager(13), sync_us(310), Eager(13)],
+                ),
+                step(host(SGLANG_RECV, 360), vec![LaunchBound(14), Eager(26)]),
             ],
         },
     ]

@@ -83,26 +83,37 @@ fn check(truth: &TimelineTruth) -> Result<(), String> {
         .filter_map(|s| Some((s.correlation?, *s)))
         .collect();
 
-    // Busy time and the idle intervals between GPU ops (one stream, so no overlap).
+    // Busy time (the union over streams) and the idle intervals between busy stretches:
+    // (start, end, the op after, the op before).
     let mut busy = 0;
     let mut idle = Vec::new();
+    let mut reach: Option<(u64, usize)> = None;
     for (i, op) in gpu.iter().enumerate() {
-        busy += op.end - op.start;
-        if let Some(prev) = i.checked_sub(1).map(|p| gpu[p]) {
-            if prev.end > op.start {
-                return Err(format!("GPU ops overlap at {}", op.start));
+        let same_stream = gpu[..i].iter().any(|p| p.tid == op.tid && p.end > op.start);
+        if same_stream {
+            return Err(format!(
+                "GPU ops overlap on stream {} at {}",
+                op.tid, op.start
+            ));
+        }
+        match reach {
+            Some((end, _)) if op.start <= end => busy += op.end.saturating_sub(end),
+            Some((end, before)) => {
+                idle.push((end, op.start, i, before));
+                busy += op.end - op.start;
             }
-            if op.start > prev.end {
-                idle.push((prev.end, op.start, i));
-            }
+            None => busy += op.end - op.start,
+        }
+        if reach.is_none_or(|(end, _)| op.end > end) {
+            reach = Some((op.end, i));
         }
     }
     let first = gpu.first().ok_or("no GPU op")?;
-    let last = gpu.last().ok_or("no GPU op")?;
-    if (busy, first.start, last.end) != (truth.busy_ns, truth.gpu_start_ns, truth.gpu_end_ns) {
+    let last = reach.ok_or("no GPU op")?.0;
+    if (busy, first.start, last) != (truth.busy_ns, truth.gpu_start_ns, truth.gpu_end_ns) {
         return Err(format!(
-            "busy/start/end {busy}/{}/{} != truth {}/{}/{}",
-            first.start, last.end, truth.busy_ns, truth.gpu_start_ns, truth.gpu_end_ns
+            "busy/start/end {busy}/{}/{last} != truth {}/{}/{}",
+            first.start, truth.busy_ns, truth.gpu_start_ns, truth.gpu_end_ns
         ));
     }
 
@@ -130,17 +141,25 @@ fn check(truth: &TimelineTruth) -> Result<(), String> {
             .map(|op| op.end)
             .max()
             .ok_or("step without GPU ops")?;
-        // Communication read off the kernel names alone (all-reduce kernels).
-        let mut parts = [0; 3];
-        for op in &ops {
+        // Communication read off the kernel names alone (all-reduce kernels); each
+        // part is the time it ran and no higher-ranked part did.
+        let kind = |op: &Span| {
             let comm = op.name.contains("reduce") || op.name.starts_with("nccl");
-            let part = match (op.cat.as_str(), comm) {
+            match (op.cat.as_str(), comm) {
                 ("kernel", false) => 0,
                 ("kernel", true) => 1,
                 _ => 2,
-            };
-            parts[part] += op.end - op.start;
-        }
+            }
+        };
+        let upto = |k: usize| {
+            let spans: Vec<(u64, u64)> = ops
+                .iter()
+                .filter(|op| kind(op) <= k)
+                .map(|op| (op.start, op.end))
+                .collect();
+            union(&spans)
+        };
+        let parts = [upto(0), upto(1) - upto(0), upto(2) - upto(1)];
         if parts != [step.compute_ns, step.comm_ns, step.memcpy_ns] {
             return Err(format!(
                 "step {}: parts {parts:?} != truth {step:?}",
@@ -197,7 +216,7 @@ fn check(truth: &TimelineTruth) -> Result<(), String> {
                 if (idle[gap].0, idle[gap].1) != window || window.1 - window.0 != delay.amount_ns {
                     return Err(format!("{what}: idle {:?} != window", idle[gap]));
                 }
-                let (before, after) = (gpu[idle[gap].2 - 1], gpu[idle[gap].2]);
+                let (before, after) = (gpu[idle[gap].3], gpu[idle[gap].2]);
                 let blocked = runtime.iter().any(|s| {
                     BLOCKING.contains(&s.name.as_str()) && s.start <= window.0 && window.1 <= s.end
                 });
@@ -246,7 +265,7 @@ fn check(truth: &TimelineTruth) -> Result<(), String> {
         .map(|d| d.amount_ns)
         .min()
         .unwrap_or(u64::MAX);
-    for (g, &(a, b, _)) in idle.iter().enumerate() {
+    for (g, &(a, b, _, _)) in idle.iter().enumerate() {
         if !claimed[g] && (b - a >= 20_000 || b - a >= smallest) {
             return Err(format!("unclaimed idle [{a}, {b}]"));
         }
@@ -282,6 +301,19 @@ fn check(truth: &TimelineTruth) -> Result<(), String> {
     Ok(())
 }
 
+/// ns covered by at least one interval.
+fn union(spans: &[(u64, u64)]) -> u64 {
+    let mut sorted = spans.to_vec();
+    sorted.sort_unstable();
+    let mut total = 0;
+    let mut reach = 0;
+    for (start, end) in sorted {
+        total += end.saturating_sub(start.max(reach));
+        reach = reach.max(end);
+    }
+    total
+}
+
 fn written() -> (tempfile::TempDir, Vec<TimelineTruth>) {
     let dir = tempfile::tempdir().unwrap();
     let truths = super::write_timeline_set(dir.path()).unwrap();
@@ -291,7 +323,7 @@ fn written() -> (tempfile::TempDir, Vec<TimelineTruth>) {
 #[test]
 fn every_scenarios_ground_truth_matches_its_trace() {
     let (_dir, truths) = written();
-    assert_eq!(truths.len(), 6);
+    assert_eq!(truths.len(), 7);
     for truth in &truths {
         check(truth).unwrap_or_else(|e| panic!("{}: {e}", truth.scenario));
     }
@@ -395,6 +427,18 @@ fn every_kind_of_delay_and_launch_api_is_covered() {
             Platform::Rocm => "hipGraphLaunch",
         };
         assert_eq!(text.contains(graph_launch), graphs, "{}", scenario.name);
+        // Two streams: a communication kernel really overlaps compute.
+        let kernels: Vec<Span> = spans(&load(&truth.trace))
+            .into_iter()
+            .filter(|k| k.cat == "kernel")
+            .collect();
+        let overlapped = kernels.iter().any(|a| {
+            a.tid == 21
+                && kernels
+                    .iter()
+                    .any(|b| b.tid == 7 && b.start < a.end && a.start < b.end)
+        });
+        assert_eq!(overlapped, scenario.streams > 1, "{}", scenario.name);
         let size = std::fs::metadata(&truth.trace).unwrap().len();
         assert!(size < 32 * 1024, "{}: {size} bytes", scenario.name);
     }

@@ -68,8 +68,8 @@ pub struct StepTruth {
     pub label: String,
     pub first_launch_ns: u64,
     pub end_ns: u64,
-    /// GPU time of the step's compute kernels, communication kernels (one stream: all
-    /// exposed) and copies/memsets.
+    /// The step's busy time split: a compute kernel ran; only communication ran
+    /// (exposed); only a copy or memset ran.
     pub compute_ns: u64,
     pub comm_ns: u64,
     pub memcpy_ns: u64,

@@ -1,5 +1,6 @@
-//! Lays out one timeline scenario on a host clock and one GPU stream, writes its events
-//! as Kineto JSON text, and records the ground truth as it goes.
+//! Lays out one timeline scenario on a host clock and a compute stream (plus a
+//! communication stream in two-stream scenarios), writes its events as Kineto JSON
+//! text, and records the ground truth as it goes.
 //!
 //! The layout keeps the only sizeable GPU idle to the injected delays: eager kernels run
 //! longer than their launches (the queue stays full), each step ends in a blocking
@@ -17,6 +18,8 @@ use crate::{json_str, us, Engine, Event, Frame, Rng, StageKind};
 const CPU_PID: u64 = 41_000;
 const GPU_PID: u64 = 0;
 const STREAM: u64 = 7;
+/// The communication stream of two-stream scenarios.
+const COMM_STREAM: u64 = 21;
 /// A second Python thread of the process (not the one that launches).
 const BACKGROUND_TID: u64 = 41_007;
 /// Where the clock starts, in ns (13 integer digits in µs, like real Kineto traces).
@@ -108,9 +111,11 @@ struct Writer<'a> {
     step: usize,
     step_first_launch: Option<u64>,
     step_gpu_start: Option<u64>,
-    /// The step's GPU time so far: compute kernels, communication kernels, copies and
-    /// memsets.
-    step_busy: [u64; 3],
+    /// The step's GPU ops so far: start, end, and 0 compute kernel, 1 communication
+    /// kernel, 2 copy or memset.
+    step_ops: Vec<(u64, u64, usize)>,
+    /// When the communication stream's last queued op ends (0: none yet).
+    side: u64,
 }
 
 impl<'a> Writer<'a> {
@@ -140,7 +145,8 @@ impl<'a> Writer<'a> {
             step: 0,
             step_first_launch: None,
             step_gpu_start: None,
-            step_busy: [0; 3],
+            step_ops: Vec::new(),
+            side: 0,
         }
     }
 
@@ -171,6 +177,11 @@ impl<'a> Writer<'a> {
         for json in lines {
             self.events.push(Event { ts: 0, json });
         }
+        if self.scenario.streams > 1 {
+            let name = format!("stream {COMM_STREAM}");
+            let json = meta(GPU_PID, Some(COMM_STREAM), "thread_name", &name);
+            self.events.push(Event { ts: 0, json });
+        }
         if self.scenario.background_thread {
             let json = meta(CPU_PID, Some(BACKGROUND_TID), "thread_name", "python3");
             self.events.push(Event { ts: 0, json });
@@ -198,7 +209,7 @@ impl<'a> Writer<'a> {
         self.cpu += 1_000;
         self.step_first_launch = None;
         self.step_gpu_start = None;
-        self.step_busy = [0; 3];
+        self.step_ops.clear();
         for frame in (self.profile.outer)(self.scenario.stage) {
             self.open_frame(self.frame_name(&frame));
         }
@@ -227,6 +238,7 @@ impl<'a> Writer<'a> {
             ),
         );
         let gpu_start = self.step_gpu_start.unwrap_or(self.gpu);
+        let parts = busy_parts(&self.step_ops);
         self.push(
             gpu_start,
             format!(
@@ -240,9 +252,9 @@ impl<'a> Writer<'a> {
             label,
             first_launch_ns: self.step_first_launch.unwrap_or(step_start),
             end_ns: self.gpu,
-            compute_ns: self.step_busy[0],
-            comm_ns: self.step_busy[1],
-            memcpy_ns: self.step_busy[2],
+            compute_ns: parts[0],
+            comm_ns: parts[1],
+            memcpy_ns: parts[2],
         });
         self.cpu += 3_000;
     }
@@ -250,7 +262,7 @@ impl<'a> Writer<'a> {
     /// (a) The scheduler runs `delay.frame` for `delay.ns` after the GPU has drained.
     fn host_delay(&mut self, delay: &HostDelay) {
         assert!(
-            self.cpu >= self.gpu,
+            self.cpu >= self.gpu.max(self.side),
             "a host delay starts after the GPU drained"
         );
         self.open_frame(self.frame_name(&delay.frame));
@@ -297,7 +309,8 @@ impl<'a> Writer<'a> {
                 Issue::Kernel => self.rng.between((20_000, 60_000)),
                 Issue::MemcpyDtoD => self.rng.between((5_000, 9_000)),
             };
-            self.launch(&op, dur, 0);
+            let side = op.side_stream && self.scenario.streams > 1;
+            self.launch_on(&op, dur, 0, side);
         }
         self.close_frame();
         self.close_frame();
@@ -306,6 +319,7 @@ impl<'a> Writer<'a> {
     /// (c) Kernels of 1.2-2 µs, each launched at least 6.7 µs after the previous one's
     /// launch: the GPU drains before each launch call once the queue ahead is done.
     fn launch_bound(&mut self, n: usize) {
+        self.join_side_stream();
         self.open_model_frames();
         let mut gaps = Vec::new();
         for k in 0..n {
@@ -338,6 +352,7 @@ impl<'a> Writer<'a> {
     /// (b) A kernel is queued, then the host blocks in a copy to the host while that
     /// kernel waits `wait_ns` (on something the trace does not show) before it runs.
     fn sync_wait(&mut self, wait_ns: u64) {
+        self.join_side_stream();
         self.open_model_frames();
         let op = self.next_op(true);
         let prev_end = self.gpu;
@@ -371,6 +386,7 @@ impl<'a> Writer<'a> {
     /// id. The host then works in Python until the replay is done.
     fn graph(&mut self, kernels: usize, gaps: &[(usize, u64)]) {
         assert!(gaps.iter().all(|&(after, _)| after + 1 < kernels));
+        self.join_side_stream();
         let runner = self.profile.graph_runner;
         self.open_frame(self.frame_name(&runner));
         self.open_frame(GRAPH_REPLAY.to_string());
@@ -398,6 +414,7 @@ impl<'a> Writer<'a> {
             self.gpu_op(
                 op.raw,
                 "kernel",
+                STREAM,
                 start,
                 dur,
                 None,
@@ -432,6 +449,7 @@ impl<'a> Writer<'a> {
     /// `cudaEventSynchronize`), ROCm one blocking `hipMemcpyWithStream`. Returns when the
     /// host started to block.
     fn blocking_copy(&mut self, frame: &Frame) -> u64 {
+        self.join_side_stream();
         self.open_frame(self.frame_name(frame));
         let external = self.external();
         let op_start = self.cpu;
@@ -496,6 +514,7 @@ impl<'a> Writer<'a> {
         self.gpu_op(
             name,
             "gpu_memcpy",
+            STREAM,
             gpu_start,
             gpu_dur,
             Some(external),
@@ -513,6 +532,12 @@ impl<'a> Writer<'a> {
         );
         self.close_frame();
         blocked_from
+    }
+
+    /// The compute stream waits for the communication stream (the engines' event wait
+    /// before using an all-reduce's output), so what follows starts on a drained GPU.
+    fn join_side_stream(&mut self) {
+        self.gpu = self.gpu.max(self.side);
     }
 
     /// The model's forward frames around a run of launches.
@@ -537,6 +562,12 @@ impl<'a> Writer<'a> {
     /// op `wait` ns after it could have started. Returns the launch call's start and the
     /// GPU op's start.
     fn launch(&mut self, op: &Op, dur: u64, wait: u64) -> (u64, u64) {
+        self.launch_on(op, dur, wait, false)
+    }
+
+    /// [`Self::launch`] on the communication stream when `side`; it starts after the
+    /// compute queued so far (its input) and overlaps the compute launched after it.
+    fn launch_on(&mut self, op: &Op, dur: u64, wait: u64, side: bool) -> (u64, u64) {
         self.open_frame(MODULE_CALL.to_string());
         self.open_frame(self.frame_name(&op.frame));
         let external = self.external();
@@ -565,10 +596,17 @@ impl<'a> Writer<'a> {
             ),
         );
         self.step_first_launch.get_or_insert(launch_start);
-        let start = self.gpu.max(launch_start + LAUNCH_LATENCY_NS) + wait;
+        let floor = if side {
+            self.side.max(self.gpu)
+        } else {
+            self.gpu
+        };
+        let start = floor.max(launch_start + LAUNCH_LATENCY_NS) + wait;
+        let stream = if side { COMM_STREAM } else { STREAM };
         self.gpu_op(
             gpu_name,
             gpu_cat,
+            stream,
             start,
             dur,
             Some(external),
@@ -638,6 +676,7 @@ impl<'a> Writer<'a> {
         &mut self,
         name: &str,
         cat: &str,
+        stream: u64,
         start: u64,
         dur: u64,
         external: Option<u64>,
@@ -657,7 +696,7 @@ impl<'a> Writer<'a> {
         self.push(
             start,
             format!(
-                "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {STREAM}, \"ts\": {}, \"dur\": {}, \"args\": {{{external_arg}\"device\": 0, \"stream\": {STREAM}, \"correlation\": {correlation}{extra}}}}}",
+                "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"dur\": {}, \"args\": {{{external_arg}\"device\": 0, \"stream\": {stream}, \"correlation\": {correlation}{extra}}}}}",
                 json_str(name),
                 us(start),
                 us(dur)
@@ -673,20 +712,23 @@ impl<'a> Writer<'a> {
         self.push(
             start,
             format!(
-                "{{\"ph\": \"f\", \"id\": {correlation}, \"pid\": {GPU_PID}, \"tid\": {STREAM}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
+                "{{\"ph\": \"f\", \"id\": {correlation}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
                 us(start)
             ),
         );
         self.step_gpu_start.get_or_insert(start);
-        // One stream: every op's time is its step's, and communication is all exposed.
         let part = match cat {
             "kernel" if self.is_communication(name) => 1,
             "kernel" => 0,
             _ => 2,
         };
-        self.step_busy[part] += dur;
+        self.step_ops.push((start, start + dur, part));
         self.busy.push((start, start + dur));
-        self.gpu = start + dur;
+        if stream == COMM_STREAM {
+            self.side = start + dur;
+        } else {
+            self.gpu = start + dur;
+        }
     }
 
     /// A kernel is communication when the layer op it comes from is an all-reduce.
@@ -698,16 +740,15 @@ impl<'a> Writer<'a> {
     }
 
     fn truth(&self, path: &Path) -> TimelineTruth {
-        // One stream, ops in order: the busy union is the sum of the ops' durations.
-        let busy_ns = self.busy.iter().map(|(a, b)| b - a).sum();
+        let busy_ns = union_ns(&self.busy);
         TimelineTruth {
             scenario: self.scenario.name.to_string(),
             framework: self.scenario.engine.name().to_string(),
             trace: path.to_path_buf(),
             stage: self.scenario.stage_label.to_string(),
             trace_start_ns: EPOCH_NS,
-            gpu_start_ns: self.busy.first().map(|b| b.0).unwrap_or(0),
-            gpu_end_ns: self.gpu,
+            gpu_start_ns: self.busy.iter().map(|b| b.0).min().unwrap_or(0),
+            gpu_end_ns: self.gpu.max(self.side),
             busy_ns,
             steps: self.steps.clone(),
             delays: self.delays.clone(),
@@ -771,6 +812,39 @@ impl<'a> Writer<'a> {
     fn push(&mut self, ts: u64, json: String) {
         self.events.push(Event { ts, json });
     }
+}
+
+/// ns covered by at least one of `intervals`.
+fn union_ns(intervals: &[(u64, u64)]) -> u64 {
+    let mut sorted = intervals.to_vec();
+    sorted.sort_unstable();
+    let (mut total, mut reach) = (0, 0);
+    for (start, end) in sorted {
+        let from = start.max(reach);
+        if end > from {
+            total += end - from;
+        }
+        reach = reach.max(end);
+    }
+    total
+}
+
+/// A step's busy time split as the issue defines it: compute where a compute kernel ran,
+/// communication where only communication ran, copies where only a copy or memset ran.
+fn busy_parts(ops: &[(u64, u64, usize)]) -> [u64; 3] {
+    let mut parts = [0; 3];
+    let mut covered: Vec<(u64, u64)> = Vec::new();
+    for kind in 0..3 {
+        let mine: Vec<(u64, u64)> = ops
+            .iter()
+            .filter(|o| o.2 == kind)
+            .map(|o| (o.0, o.1))
+            .collect();
+        let before = union_ns(&covered);
+        covered.extend(mine);
+        parts[kind] = union_ns(&covered) - before;
+    }
+    parts
 }
 
 /// The Qwen3 layer as SGLang runs it on an MI300X: aiter norms, hipBLASLt (Tensile

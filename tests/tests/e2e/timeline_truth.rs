@@ -299,3 +299,8 @@ fn profiler_step_trace_mixing_every_delay_charges_each_to_its_cause_and_frame() 
 fn cuda_launch_ex_driver_launches_memsets_and_event_waits_are_charged_to_their_cause() {
     check_scenario("cuda-eager-ext");
 }
+
+#[test]
+fn two_stream_overlap_splits_exposed_comm_exactly_and_keeps_delays_charged() {
+    check_scenario("cuda-two-stream");
+}
