@@ -10,10 +10,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::hip_layer::hip_ops;
 use super::truth::{Cause, Delay, FrameTruth, StepTruth, TimelineTruth};
 use super::{CudaApis, HostDelay, Marker, Part, Platform, Scenario, StepPlan};
 use crate::engines::{profile, Issue, Op, Profile, GRAPH_REPLAY, MODULE_CALL};
-use crate::{json_str, us, Engine, Event, Frame, Rng, StageKind};
+use crate::{json_str, us, Engine, Event, Frame, Rng};
 
 const CPU_PID: u64 = 41_000;
 const GPU_PID: u64 = 0;
@@ -832,53 +833,15 @@ fn union_ns(intervals: &[(u64, u64)]) -> u64 {
 /// A step's busy time split as the issue defines it: compute where a compute kernel ran,
 /// communication where only communication ran, copies where only a copy or memset ran.
 fn busy_parts(ops: &[(u64, u64, usize)]) -> [u64; 3] {
-    let mut parts = [0; 3];
-    let mut covered: Vec<(u64, u64)> = Vec::new();
-    for kind in 0..3 {
-        let mine: Vec<(u64, u64)> = ops
+    let upto = |kind: usize| {
+        let spans: Vec<(u64, u64)> = ops
             .iter()
-            .filter(|o| o.2 == kind)
+            .filter(|o| o.2 <= kind)
             .map(|o| (o.0, o.1))
             .collect();
-        let before = union_ns(&covered);
-        covered.extend(mine);
-        parts[kind] = union_ns(&covered) - before;
-    }
-    parts
-}
-
-/// The Qwen3 layer as SGLang runs it on an MI300X: aiter norms, hipBLASLt (Tensile
-/// `Cijk_…`) GEMMs, ck_tile/paged attention, sgl_hip activation, RCCL all-reduce.
-fn hip_ops(stage: StageKind) -> Vec<Op> {
-    let attention = match stage {
-        StageKind::Decode => "void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, __hip_bfloat16, 0, 256, 16, 4, 4, true, 1>(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16 const*, int, float, int const*, int const*, int const*, int, float const*, int, int, int, float*, float*, __hip_bfloat16*, __hip_bfloat16*, int, float const*, float const*)",
-        _ => "_ZN7ck_tile6kentryILi2ENS_38FmhaBatchPrefillWithPagedKVCacheKernelINS_40BlockFmhaBatchPrefillPipelineQRKSVSAsyncEEEEvNT_5KargsE",
+        union_ns(&spans)
     };
-    let names = [
-        "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
-        "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN_LDSB1_AFC1_ISA942_WG16_4_4",
-        "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
-        "void rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, long, int, int, int)",
-        "Memcpy DtoD (Device -> Device)",
-        attention,
-        "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x256x32_MI16x16x1_SN_LDSB1_AFC1_ISA942_WG16_4_4",
-        "void aiter::cross_device_reduce_2stage<__hip_bfloat16, 8>(aiter::RankData*, aiter::RankSignals, aiter::Signal*, __hip_bfloat16*, int, int)",
-        "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
-        "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT320x224x64_MI16x16x1_SN_LDSB0_AFC1_ISA942_WG16_4_4",
-        "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
-        "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x256x32_MI16x16x1_SN_LDSB1_AFC1_ISA942_WG16_4_4",
-        "ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)",
-    ];
-    // SGLang's sites and CPU ops for each layer position, with the MI300X kernel names.
-    (profile(Engine::Sglang).ops)(stage)
-        .into_iter()
-        .zip(names)
-        .map(|(op, raw)| Op {
-            raw,
-            canonical: raw,
-            ..op
-        })
-        .collect()
+    [upto(0), upto(1) - upto(0), upto(2) - upto(1)]
 }
 
 /// The whole file: Kineto's top-level keys for the platform, then the events in time
