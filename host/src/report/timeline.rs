@@ -164,13 +164,24 @@ fn histogram_line(t: &StageTimeline) -> String {
         .map(|bin| {
             let range = match bin.hi_us {
                 _ if bin.lo_us == 0.0 => format!("< {}", us_bound(bin.hi_us.unwrap_or(0.0))),
-                Some(hi) => format!("{}-{}", us_bound(bin.lo_us), us_bound(hi)),
+                Some(hi) => bin_range(bin.lo_us, hi),
                 None => format!("> {}", us_bound(bin.lo_us)),
             };
             format!("{range} {} ({})", bin.count, ms(bin.total_us))
         })
         .collect();
     format!("Gaps: {}", bins.join(", "))
+}
+
+/// `5-20 µs`, `100 µs-1 ms`, `1-10 ms`: the unit once when both bounds share it.
+fn bin_range(lo_us: f64, hi_us: f64) -> String {
+    let (lo, hi) = (us_bound(lo_us), us_bound(hi_us));
+    match (lo.split_once(' '), hi.split_once(' ')) {
+        (Some((lo_n, lo_unit)), Some((_, hi_unit))) if lo_unit == hi_unit => {
+            format!("{lo_n}-{hi}")
+        }
+        _ => format!("{lo}-{hi}"),
+    }
 }
 
 /// A bin bound: `5 µs`, `100 µs`, `1 ms`.
@@ -396,5 +407,28 @@ mod tests {
         let text = Markdown::default().render(&sample::qwen3());
         assert!(!text.contains("## Timeline"), "{text}");
         assert!(!text.contains(TIMELINE_NO_GPU_WORK), "{text}");
+    }
+
+    #[test]
+    fn histogram_bins_read_as_the_issue_names_them() {
+        let bounds = [0.0, 5.0, 20.0, 100.0, 1000.0, 10_000.0];
+        let histogram = bounds
+            .iter()
+            .enumerate()
+            .map(|(i, &lo)| GapBin {
+                lo_us: lo,
+                hi_us: bounds.get(i + 1).copied(),
+                count: 0,
+                total_us: 0.0,
+            })
+            .collect();
+        let line = histogram_line(&StageTimeline {
+            histogram,
+            ..StageTimeline::default()
+        });
+        assert_eq!(
+            line,
+            "Gaps: < 5 µs 0 (0.000 ms), 5-20 µs 0 (0.000 ms), 20-100 µs 0 (0.000 ms), 100 µs-1 ms 0 (0.000 ms), 1-10 ms 0 (0.000 ms), > 10 ms 0 (0.000 ms)"
+        );
     }
 }
