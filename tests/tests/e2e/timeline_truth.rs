@@ -2,7 +2,8 @@
 //! generated timeline fixtures: every step's parts sum exactly to its wall time, busy plus
 //! idle is the span, and at least 95% of each injected delay (host gap in a named Python
 //! frame, sync wait, launch-bound stretch, in-graph gap; CUDA and HIP, eager and graph
-//! replay) is charged to the right cause, and for host delays to the right frame.
+//! replay) is charged to the right cause, and for host delays to the right frame. Also
+//! that `make-fixtures --timeline DIR` writes every scenario with its ground truth.
 
 use std::path::Path;
 
@@ -303,4 +304,42 @@ fn cuda_launch_ex_driver_launches_memsets_and_event_waits_are_charged_to_their_c
 #[test]
 fn two_stream_overlap_splits_exposed_comm_exactly_and_keeps_delays_charged() {
     check_scenario("cuda-two-stream");
+}
+
+#[test]
+fn make_fixtures_timeline_writes_every_scenario_with_its_ground_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_make-fixtures"))
+        .arg("--timeline")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let names = llm_triage_tests::timeline::scenarios()
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>();
+    assert_eq!(crate::util::names_in(dir.path()), {
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted
+    });
+    for name in names {
+        let truth = TimelineTruth::read(&dir.path().join(name)).unwrap();
+        assert!(truth.trace.exists(), "{name}: {}", truth.trace.display());
+        assert!(!truth.delays.is_empty(), "{name}");
+        // One line per scenario: its trace, steps and injected delays.
+        let line = format!(
+            "{}: {} steps, {} injected delays",
+            truth.trace.display(),
+            truth.steps.len(),
+            truth.delays.len()
+        );
+        assert!(stdout.lines().any(|l| l == line), "{line} not in {stdout}");
+    }
 }
