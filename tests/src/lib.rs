@@ -15,6 +15,7 @@
 pub mod compiled_tp;
 pub mod emulator;
 mod engines;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -12,6 +12,10 @@
 //! `make-fixtures --matrix OUT_DIR` writes instead the 16 small fixtures of the end-to-end
 //! ground-truth test (every engine, extend and decode, eager on one stream and graph replay
 //! on two), as `OUT_DIR/case<N>/…`, for `scripts/report-identity.sh`.
+//!
+//! `make-fixtures --timeline OUT_DIR` writes the timeline scenarios (injected host
+//! delays, sync waits, launch-bound stretches and in-graph gaps, CUDA and HIP) as
+//! `OUT_DIR/<scenario>/<trace>` with `ground_truth.json` beside each.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,8 +29,9 @@ fn main() -> ExitCode {
     let (out, write): (_, WriteFixtures) = match args.as_slice() {
         [out] => (out, write_example),
         [flag, out] if flag == "--matrix" => (out, llm_triage_tests::write_matrix),
+        [flag, out] if flag == "--timeline" => return write_timeline(Path::new(out)),
         _ => {
-            eprintln!("usage: make-fixtures [--matrix] OUT_DIR");
+            eprintln!("usage: make-fixtures [--matrix | --timeline] OUT_DIR");
             return ExitCode::from(2);
         }
     };
@@ -50,6 +55,26 @@ fn main() -> ExitCode {
                 "make-fixtures: cannot write {}: {e}",
                 PathBuf::from(&out).display()
             );
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn write_timeline(out: &Path) -> ExitCode {
+    match llm_triage_tests::timeline::write_timeline_set(out) {
+        Ok(truths) => {
+            for truth in truths {
+                println!(
+                    "{}: {} steps, {} injected delays",
+                    truth.trace.display(),
+                    truth.steps.len(),
+                    truth.delays.len()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("make-fixtures: cannot write {}: {e}", out.display());
             ExitCode::from(3)
         }
     }

@@ -29,5 +29,6 @@ mod overlap;
 mod perf_identity;
 mod shared_traces;
 mod timeline;
+mod timeline_truth;
 mod trace_identity;
 mod untrusted_text;
