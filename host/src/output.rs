@@ -14,8 +14,9 @@
 //!   create fails on anything already there.
 //! * the process's own stdout (`/dev/stdout`, `/proc/self/fd/1`, or the file stdout was
 //!   redirected to): written to stdout, so `>> log` appends.
-//! * a FIFO or a character device (`/dev/null`, a terminal), also through a symlink:
-//!   opened for writing and written through, never replaced; `/dev/full` is an error.
+//! * a FIFO or a character device (`/dev/null`, a terminal), also through a symlink of
+//!   the caller's or root's: opened for writing and written through, never replaced;
+//!   `/dev/full` is an error. A symlink another user owns that leads to one is refused.
 //! * anything else (a socket, a block device): refused as a usage error.
 //!
 //! A symlink that leads to a regular file (or nowhere) is replaced, not written through,
@@ -27,6 +28,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use crate::error::{Result, TriageError};
+use crate::plugins::trust::effective_uid;
 
 /// Writes `text` to stdout, with a final newline when it has none. A closed pipe is not
 /// an error: the reader has what it wanted.
@@ -127,6 +129,8 @@ fn target_of(path: &Path) -> Target {
     let kind = led_to.file_type();
     if is_stdout(&led_to) {
         Target::Stdout
+    } else if (kind.is_fifo() || kind.is_char_device()) && planted_by_another_user(&own) {
+        Target::Refused("symlink another user owns, leading to a device or FIFO")
     } else if kind.is_fifo() || kind.is_char_device() {
         Target::Stream
     } else if kind.is_socket() {
@@ -138,6 +142,13 @@ fn target_of(path: &Path) -> Target {
         // file is replaced by the report (never written through), with a new file's mode.
         Target::File(None)
     }
+}
+
+/// Whether a symlink is neither the caller's nor root's (the system's `/dev/stdout`,
+/// `/dev/fd/N` are root's): one planted in a shared directory such as `/tmp` must not
+/// steer root's report into a device (`report.md -> /dev/mem`).
+fn planted_by_another_user(link: &Metadata) -> bool {
+    link.file_type().is_symlink() && link.uid() != 0 && link.uid() != effective_uid()
 }
 
 /// Whether `meta` is the file stdout is open on (a pipe, a terminal, a redirected file).

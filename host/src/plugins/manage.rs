@@ -218,6 +218,8 @@ pub(crate) fn doctor_on(dirs: &[PathBuf], today: i64) -> Result<String, TriageEr
             if warnings == 1 { "" } else { "s" }
         ));
     }
+    // Plugin names, upstream repos, rejection reasons and paths are others' text.
+    let lines: Vec<String> = lines.iter().map(|l| escape::plain(l)).collect();
     Ok(lines.join("\n") + "\n")
 }
 
@@ -393,6 +395,19 @@ mod tests {
         );
         assert_eq!(upstream_age("", today), "date unknown");
         assert_eq!(upstream_age("soon", today), "soon, age unknown");
+    }
+
+    #[test]
+    fn doctor_shows_a_hostile_file_name_escaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "libllm_triage_plugin_x\u{1b}[2J\u{1b}]0;owned\u{7}.so";
+        std::fs::write(dir.path().join(name), b"not an ELF file").unwrap();
+        let text = doctor_on(&[dir.path().to_path_buf()], 0).unwrap();
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}'),
+            "{text:?}"
+        );
+        assert!(text.contains("plugin_x\\u{1b}[2J"), "{text}");
     }
 
     #[test]

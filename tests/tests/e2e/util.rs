@@ -212,3 +212,13 @@ pub fn gpu_events(events: &[Value]) -> Vec<&Value> {
         .filter(|e| us_to_ns(&e["dur"]) > 0)
         .collect()
 }
+
+/// The effective user id, from `id -u` (the tests hold no libc binding): root-only cases
+/// check it and say so when they cannot run.
+pub(crate) fn euid() -> u32 {
+    let out = Command::new("id").arg("-u").output().expect("id runs");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a uid")
+}

@@ -224,3 +224,35 @@ fn output_naming_the_input_by_any_path_is_refused_and_the_trace_is_kept() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read(&trace).unwrap(), original);
 }
+
+/// A symlink planted by another user that leads to a device (as root, `report.md ->
+/// /dev/mem`) is refused, not written through; the caller's own link still is.
+#[test]
+fn a_symlink_another_user_owns_leading_to_a_device_is_refused() {
+    if crate::util::euid() != 0 {
+        eprintln!("not root: cannot give a symlink to another user; case not run");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = small_trace(dir.path());
+    let Some(device) = private_char_device(dir.path(), "null", 1, 3) else {
+        eprintln!("mknod not permitted: case not run");
+        return;
+    };
+    let planted = dir.path().join("planted.md");
+    std::os::unix::fs::symlink(&device, &planted).unwrap();
+    std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).unwrap();
+    let ran = triage(&trace, &["--output", planted.to_str().unwrap()]);
+    assert_refused(&ran, 2, &[planted.to_str().unwrap(), "another user"]);
+    assert!(std::fs::symlink_metadata(&planted)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    let own = dir.path().join("own.md");
+    std::os::unix::fs::symlink(&device, &own).unwrap();
+    let ran = triage(&trace, &["--output", own.to_str().unwrap()]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let kind = std::fs::metadata(&device).unwrap().file_type();
+    assert!(kind.is_char_device(), "still a device: {kind:?}");
+}

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::hostile::support::*;
-use crate::util::{binary_copy_in, names_in, target_dir, workspace_root};
+use crate::util::{binary_copy_in, euid, names_in, target_dir, workspace_root};
 
 /// `target/<profile>/`, with the test-only plugins built too (not default members).
 fn test_plugins_dir() -> &'static Path {
@@ -386,15 +386,6 @@ fn a_truncated_plugin_library_is_skipped_and_doctor_and_remove_still_work() {
     assert_eq!(removed.code, 0, "{}", removed.stderr);
     assert_eq!(removed.stdout, format!("removed {}\n", cut.display()));
     assert!(!cut.exists());
-}
-
-/// The effective user id, from `id -u` (the tests hold no libc binding).
-fn euid() -> u32 {
-    let out = Command::new("id").arg("-u").output().expect("id runs");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a uid")
 }
 
 /// Each warning once on stderr as `llm-triage: warning: …`, and in the report's notes.
