@@ -23,6 +23,7 @@ pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
 pub mod pattern;
+pub mod steps;
 
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
@@ -31,6 +32,7 @@ pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
+pub use steps::{load_forward_calls, ForwardCall, ForwardCalls};
 
 /// Every catalog file of a run, parsed and validated.
 #[derive(Clone, Debug)]
@@ -38,16 +40,18 @@ pub struct Catalog {
     pub families: FamilyRules,
     pub fusions: FusionCatalog,
     pub overlap: KnownPaths,
+    pub forward_calls: ForwardCalls,
 }
 
 impl Catalog {
     /// The built-in catalog plus the loaded plugins' fusion registries, with `dir`'s files
     /// in place of the built-in ones where it has them. The first invalid file fails the
-    /// load (kernel families, then overlap paths, then fusion rows).
+    /// load (kernel families, then overlap paths, then step boundaries, then fusion rows).
     pub fn load(dir: Option<&Path>, plugins: &PluginSet) -> Result<Catalog, TriageError> {
         Ok(Catalog {
             families: load_families(dir)?,
             overlap: load_known_paths(dir)?,
+            forward_calls: load_forward_calls(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }
@@ -86,6 +90,7 @@ mod tests {
         assert!(!catalog.families.rules.is_empty());
         assert!(!catalog.overlap.paths.is_empty());
         assert!(!catalog.fusions.rules.is_empty());
+        assert!(!catalog.forward_calls.calls.is_empty());
     }
 
     #[test]

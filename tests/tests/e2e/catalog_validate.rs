@@ -67,3 +67,24 @@ fn an_unbroken_copy_of_the_catalog_still_validates() {
     assert!(text.starts_with("catalog OK: "), "{text}");
     assert_eq!(text.lines().count(), 1, "{text}");
 }
+
+#[test]
+fn a_forward_call_with_an_absolute_file_fails_validate_with_exit_3_naming_the_file() {
+    let dir = copy_of_the_catalog();
+    let file = dir.path().join("steps.toml");
+    let good = std::fs::read_to_string(&file).unwrap();
+    let bad = good.replacen(
+        "file = \"vllm/v1/worker/gpu_model_runner.py\"",
+        "file = \"/tmp/gpu_model_runner.py\"",
+        1,
+    );
+    assert_ne!(good, bad, "the vLLM row names its file");
+    std::fs::write(&file, bad).unwrap();
+
+    let out = validate(dir.path());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(&file.display().to_string()), "{err}");
+    assert!(err.contains("vllm.execute-model"), "{err}");
+}

@@ -220,3 +220,28 @@ fn top_gaps_lists_as_many_gaps_as_asked() {
     assert_eq!(gaps.len(), 2);
     assert!(gaps[0]["dur_us"].as_f64() >= gaps[1]["dur_us"].as_f64());
 }
+
+/// nano-vllm writes no step markers and replays no graph: its `ModelRunner.run` frame
+/// (catalog/steps.toml) bounds the one decode step, instead of "whole stage".
+#[test]
+fn a_trace_without_markers_takes_the_engines_forward_call_as_its_step() {
+    let trace = shared_trace("zhang-yuhui__nano-vllm__decode_gpu_0.json");
+    let report = triage_json(&["--input", trace.to_str().unwrap(), "--framework", "vllm"]);
+    let t = &report["stages"][0]["timeline"];
+    assert_eq!(t["step_source"], "forward calls", "{t}");
+    let steps = t["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{t}");
+    assert_eq!(
+        steps[0]["label"],
+        "nanovllm/engine/model_runner.py(410): run"
+    );
+    // The step holds every op: nothing was launched outside the call.
+    let wall = steps[0]["wall_us"].as_f64().unwrap();
+    assert!(wall >= t["span_us"].as_f64().unwrap(), "{t}");
+    assert!(
+        !t["notes"]
+            .to_string()
+            .contains("outside every forward call"),
+        "{t}"
+    );
+}

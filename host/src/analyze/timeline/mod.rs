@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::location::Locator;
-use crate::catalog::FamilyRules;
+use crate::catalog::{FamilyRules, ForwardCalls};
 use crate::report::model::{Gap, GapBin, IdleByCause, StageReport, StageTimeline, Step, StepStats};
 use crate::trace::event::{ns_to_us, GpuKind, Ns, Sym, Trace};
 use crate::trace::link::Linked;
@@ -36,9 +36,12 @@ use steps::StepWindow;
 
 /// What the caller chooses.
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct TimelineOptions {
+pub(crate) struct TimelineOptions<'a> {
     /// Gaps listed per stage (`--top-gaps`).
     pub top_gaps: usize,
+    /// The engines' forward calls (`catalog/steps.toml`): step boundaries when a trace
+    /// has no step markers.
+    pub forward_calls: &'a ForwardCalls,
 }
 
 /// Lower bounds of the gap histogram's bins, in ns (the last bin is open).
@@ -49,7 +52,7 @@ pub(crate) fn stage_timelines(
     inputs: &[StagedTrace<'_>],
     locator: &Locator,
     families: &FamilyRules,
-    options: &TimelineOptions,
+    options: &TimelineOptions<'_>,
 ) -> Vec<(Stage, StageTimeline)> {
     let mut per_stage: Vec<(Stage, Vec<TraceStage>)> = Vec::new();
     for input in inputs {
@@ -159,7 +162,7 @@ fn trace_timelines(
     input: &StagedTrace<'_>,
     locator: &Locator,
     families: &FamilyRules,
-    options: &TimelineOptions,
+    options: &TimelineOptions<'_>,
 ) -> Vec<(Stage, TraceStage)> {
     let StagedTrace {
         trace,
@@ -208,10 +211,10 @@ fn stage_of_trace(
     causes: &Causes<'_>,
     locator: &Locator,
     ops: &[SweepOp],
-    options: &TimelineOptions,
+    options: &TimelineOptions<'_>,
 ) -> TraceStage {
     let sweep = idle::sweep(ops);
-    let found = steps::find_steps(trace, linked, ops);
+    let found = steps::find_steps(trace, linked, ops, options.forward_calls);
     let first_op = ops
         .iter()
         .min_by_key(|o| (o.start, o.op))
@@ -404,7 +407,7 @@ fn top_gaps(
 }
 
 /// The stage's timeline from the parts its traces contributed.
-fn merge(parts: Vec<TraceStage>, options: &TimelineOptions) -> StageTimeline {
+fn merge(parts: Vec<TraceStage>, options: &TimelineOptions<'_>) -> StageTimeline {
     let mut span = 0;
     let mut busy = 0;
     let mut inside = 0;

@@ -1,7 +1,8 @@
 //! The steps of one stage of one trace: the engines' step markers (SGLang
 //! `step[DECODE bs=32]`, vLLM `execute_<N>_context_<R>(…)_generation_<R>(…)`, torch's
-//! `ProfilerStep#N`), else graph launches as boundaries, else the whole stage as one
-//! step (with a note).
+//! `ProfilerStep#N`), else the engine's forward call (`catalog/steps.toml`: one Python
+//! frame per step, such as vLLM's `gpu_model_runner.py: execute_model`), else graph
+//! launches as boundaries, else the whole stage as one step (with a note).
 //!
 //! Markers are CPU annotations, so an op belongs to the step whose window contains its
 //! *launch* (the GPU may run it later). A step spans from its first launch to the end of
@@ -9,7 +10,8 @@
 //! `execute_…` and `step[…]`), the most specific kind that holds an op wins: `step[`,
 //! then `execute_`, then `ProfilerStep#`.
 
-use crate::trace::event::{Ns, Trace};
+use crate::catalog::ForwardCalls;
+use crate::trace::event::{Ns, Sym, Trace};
 use crate::trace::link::Linked;
 
 use super::idle::SweepOp;
@@ -121,9 +123,14 @@ fn close(open: Vec<Open>) -> Vec<StepWindow> {
 }
 
 /// The steps of the stage whose ops are `ops` (at least one).
-pub(super) fn find_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Steps {
+pub(super) fn find_steps(
+    trace: &Trace,
+    linked: &Linked,
+    ops: &[SweepOp],
+    forward_calls: &ForwardCalls,
+) -> Steps {
     for kind in MarkerKind::PRIORITY {
-        let mut markers: Vec<(Ns, Ns, &str)> = trace
+        let markers: Vec<(Ns, Ns, &str)> = trace
             .annotations
             .iter()
             .filter(|a| !a.on_gpu)
@@ -133,43 +140,95 @@ pub(super) fn find_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Ste
                     .then(|| (a.ts, a.ts.saturating_add(a.dur), name))
             })
             .collect();
-        if markers.is_empty() {
-            continue;
+        if let Some(steps) = steps_in_windows(linked, ops, markers, kind.source()) {
+            return steps;
         }
-        markers.sort_unstable();
-        let mut open: Vec<Open> = markers.iter().map(|m| Open::new(m.2.to_string())).collect();
-        let (mut outside, mut outside_ns) = (0u64, 0 as Ns);
-        for op in ops {
-            let t = launch_point(linked, op);
-            // The last marker that starts at or before the launch, if it contains it.
-            let i = markers.partition_point(|m| m.0 <= t);
-            match i.checked_sub(1).filter(|&i| t <= markers[i].1) {
-                Some(i) => open[i].take(t, op),
-                None => {
-                    outside += 1;
-                    outside_ns += op.end - op.start;
-                }
+    }
+    let calls = forward_call_frames(trace, forward_calls);
+    steps_in_windows(linked, ops, calls, FORWARD_CALLS)
+        .or_else(|| graph_launch_steps(trace, linked, ops))
+        .unwrap_or_else(|| whole_stage(linked, ops))
+}
+
+/// The step source of steps bounded by the engine's forward call.
+const FORWARD_CALLS: &str = "forward calls";
+
+/// Steps from CPU windows (markers or forward-call frames): each op joins the window
+/// that contains its launch; `None` when no window holds an op.
+fn steps_in_windows(
+    linked: &Linked,
+    ops: &[SweepOp],
+    mut markers: Vec<(Ns, Ns, &str)>,
+    source: &'static str,
+) -> Option<Steps> {
+    if markers.is_empty() {
+        return None;
+    }
+    markers.sort_unstable();
+    let mut open: Vec<Open> = markers.iter().map(|m| Open::new(m.2.to_string())).collect();
+    let (mut outside, mut outside_ns) = (0u64, 0 as Ns);
+    for op in ops {
+        let t = launch_point(linked, op);
+        // The last window that starts at or before the launch, if it contains it.
+        let i = markers.partition_point(|m| m.0 <= t);
+        match i.checked_sub(1).filter(|&i| t <= markers[i].1) {
+            Some(i) => open[i].take(t, op),
+            None => {
+                outside += 1;
+                outside_ns += op.end - op.start;
             }
         }
-        let windows = close(open);
-        if windows.is_empty() {
+    }
+    let windows = close(open);
+    if windows.is_empty() {
+        return None;
+    }
+    let mut notes = Vec::new();
+    if source == FORWARD_CALLS {
+        notes.push("no step markers: each forward call of the engine is a step".to_string());
+    }
+    if outside > 0 {
+        let kind = match source {
+            FORWARD_CALLS => "forward call",
+            marker => marker.trim_end_matches(" annotations"),
+        };
+        notes.push(format!(
+            "{outside} GPU ops ({:.3} ms) were launched outside every {kind} and belong to no step",
+            outside_ns as f64 / 1e6,
+        ));
+    }
+    Some(Steps {
+        source,
+        windows,
+        notes,
+    })
+}
+
+/// The outermost frames of the engine's forward call on each thread, as windows
+/// labelled with the frame's name.
+fn forward_call_frames<'t>(trace: &'t Trace, calls: &ForwardCalls) -> Vec<(Ns, Ns, &'t str)> {
+    let mut frames: Vec<(Sym, Sym, Ns, Ns, &str)> = trace
+        .py_frames
+        .iter()
+        .filter_map(|f| {
+            let name = trace.name(f.name);
+            calls
+                .find(name)
+                .map(|_| (f.pid, f.tid, f.ts, f.end(), name))
+        })
+        .collect();
+    frames.sort_unstable_by_key(|f| (f.0 .0, f.1 .0, f.2, std::cmp::Reverse(f.3)));
+    let mut outermost: Vec<(Ns, Ns, &str)> = Vec::new();
+    let mut last: Option<(Sym, Sym, Ns)> = None;
+    for (pid, tid, start, end, name) in frames {
+        // A frame inside the previous one of its thread (a recursive call) is not a step.
+        if last.is_some_and(|(p, t, e)| p == pid && t == tid && start < e) {
             continue;
         }
-        let mut notes = Vec::new();
-        if outside > 0 {
-            notes.push(format!(
-                "{outside} GPU ops ({:.3} ms) were launched outside every {} marker and belong to no step",
-                outside_ns as f64 / 1e6,
-                kind.source().trim_end_matches(" annotations")
-            ));
-        }
-        return Steps {
-            source: kind.source(),
-            windows,
-            notes,
-        };
+        last = Some((pid, tid, end));
+        outermost.push((start, end, name));
     }
-    graph_launch_steps(trace, linked, ops).unwrap_or_else(|| whole_stage(linked, ops))
+    outermost
 }
 
 /// Without markers: each graph launch starts a step (ops launched before the first join

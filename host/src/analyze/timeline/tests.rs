@@ -4,7 +4,7 @@
 //! APIs, host gaps between steps charged to the Python frame that ran).
 
 use super::*;
-use crate::catalog::load_families;
+use crate::catalog::{load_families, load_forward_calls};
 use crate::report::model::StageTimeline;
 use crate::testutil::TraceFixture;
 use crate::trace::link::link;
@@ -25,11 +25,15 @@ fn timeline_of(fixture: &TraceFixture) -> StageTimeline {
         split: &split,
     }];
     let families = load_families(None).expect("built-in families");
+    let forward_calls = load_forward_calls(None).expect("built-in steps catalog");
     let mut timelines = stage_timelines(
         &staged,
         &Locator::default(),
         &families,
-        &TimelineOptions { top_gaps: 5 },
+        &TimelineOptions {
+            top_gaps: 5,
+            forward_calls: &forward_calls,
+        },
     );
     assert_eq!(timelines.len(), 1);
     let (stage, timeline) = timelines.remove(0);
@@ -261,4 +265,36 @@ fn marker_kinds_are_told_apart() {
     assert_eq!(kind("ProfilerStep#6"), Some("ProfilerStep annotations"));
     assert_eq!(kind("execute_model"), None);
     assert_eq!(kind("capture_32_DECODE"), None);
+}
+
+#[test]
+fn without_markers_each_outermost_forward_call_of_the_engine_is_a_step() {
+    let mut b = TraceFixture::new();
+    let call = "vllm/v1/worker/gpu_model_runner.py(2907): execute_model";
+    b.frame(call, 0, 10_000, 1);
+    // A recursive call inside the first is not a step of its own.
+    b.frame(call, 2_000, 1_000, 1);
+    b.frame(call, 20_000, 10_000, 1);
+    b.runtime("cudaLaunchKernel", 1_000, 500, 1, 1, None);
+    b.kernel("gemm_a", 2_000, 1_000, Some(1), None);
+    b.runtime("cudaLaunchKernel", 2_500, 300, 1, 2, None);
+    b.kernel("gemm_b", 3_000, 1_000, Some(2), None);
+    b.runtime("cudaLaunchKernel", 21_000, 300, 1, 3, None);
+    b.kernel("gemm_c", 22_000, 1_000, Some(3), None);
+    // Launched outside every forward call: in no step.
+    b.runtime("cudaLaunchKernel", 40_000, 300, 1, 4, None);
+    b.kernel("gemm_d", 41_000, 1_000, Some(4), None);
+    let t = timeline_of(&b);
+    assert_eq!(t.step_source, "forward calls");
+    let steps: Vec<(&str, f64)> = t
+        .steps
+        .iter()
+        .map(|s| (s.label.as_str(), s.start_us))
+        .collect();
+    assert_eq!(steps, [(call, 1.0), (call, 4.0)], "{t:?}");
+    assert!(
+        t.notes.iter().any(|n| n.starts_with("1 GPU ops (0.001 ms) were launched outside every forward call")),
+        "{:?}",
+        t.notes
+    );
 }
