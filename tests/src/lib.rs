@@ -236,7 +236,7 @@ fn stage_label(file_stage: StageKind, step: StageKind, annotated: bool) -> &'sta
     }
 }
 
-const CPU_PID: u64 = 41_000;
+pub(crate) const CPU_PID: u64 = 41_000;
 const GPU_PID: u64 = 0;
 const COMPUTE_STREAM: u64 = 7;
 const COMM_STREAM: u64 = 21;
@@ -274,14 +274,8 @@ struct Writer<'a> {
     spec: &'a FixtureSpec,
     profile: Profile,
     rng: Rng,
-    cpu: u64,
+    host: HostTrack,
     streams: BTreeMap<u64, u64>,
-    next_external: u64,
-    next_correlation: u64,
-    /// Open Python frames: start, name, Python id.
-    open: Vec<(u64, String, u64)>,
-    next_python_id: u64,
-    events: Vec<Event>,
     stages: BTreeMap<String, StageTruth>,
 }
 
@@ -290,13 +284,8 @@ fn generate(spec: &FixtureSpec) -> (Vec<Event>, BTreeMap<String, StageTruth>) {
         spec,
         profile: profile(spec.engine),
         rng: Rng::new(spec.seed),
-        cpu: EPOCH_NS,
+        host: HostTrack::new(EPOCH_NS),
         streams: BTreeMap::new(),
-        next_external: 1000,
-        next_correlation: 50_000,
-        open: Vec::new(),
-        next_python_id: 1,
-        events: Vec::new(),
         stages: BTreeMap::new(),
     };
     let steps: &[StageKind] = match spec.stage {
@@ -308,7 +297,7 @@ fn generate(spec: &FixtureSpec) -> (Vec<Event>, BTreeMap<String, StageTruth>) {
     for &step in steps {
         w.step(step);
     }
-    (w.events, w.stages)
+    (w.host.events, w.stages)
 }
 
 impl Writer<'_> {
@@ -342,7 +331,7 @@ impl Writer<'_> {
             ));
         }
         for json in lines {
-            self.events.push(Event { ts: 0, json });
+            self.host.events.push(Event { ts: 0, json });
         }
     }
 
@@ -351,12 +340,12 @@ impl Writer<'_> {
     fn step(&mut self, step: StageKind) {
         let annotation = (self.profile.step_annotation)(step, self.spec.batch_size);
         let label = stage_label(self.spec.stage, step, annotation.is_some());
-        let step_start = self.cpu;
-        self.cpu += 2_000;
+        let step_start = self.host.cpu;
+        self.host.cpu += 2_000;
         let outer = (self.profile.outer)(step);
         for frame in &outer {
-            let name = self.frame_name(frame);
-            self.open_frame(name);
+            let name = frame_name(&self.profile, frame);
+            self.host.open_frame(name);
         }
         let ops: Vec<Op> = (0..self.spec.layers)
             .flat_map(|_| (self.profile.ops)(step))
@@ -377,23 +366,23 @@ impl Writer<'_> {
                 self.launch(label, step, &engines::logits_all_gather());
             }
         }
-        while !self.open.is_empty() {
-            self.close_frame();
+        while !self.host.open.is_empty() {
+            self.host.close_frame(self.spec.with_stack);
         }
-        self.cpu += 2_000;
+        self.host.cpu += 2_000;
         let gpu_end = self.gpu_clock();
         if let Some(name) = annotation {
-            let external = self.external();
-            self.push(
+            let external = self.host.external();
+            self.host.push(
                 step_start,
                 format!(
                     "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}}}}}",
                     json_str(&name),
                     us(step_start),
-                    us(self.cpu - step_start)
+                    us(self.host.cpu - step_start)
                 ),
             );
-            self.push(
+            self.host.push(
                 gpu_start,
                 format!(
                     "{{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {COMPUTE_STREAM}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}}}}}",
@@ -404,57 +393,57 @@ impl Writer<'_> {
             );
         }
         // The next step starts after this one's GPU work (the scheduler syncs).
-        self.cpu = self.cpu.max(gpu_end) + 20_000;
+        self.host.cpu = self.host.cpu.max(gpu_end) + 20_000;
     }
 
     fn launch_layers(&mut self, label: &str, step: StageKind, ops: &[Op]) {
         let per_layer = ops.len() / self.spec.layers.max(1);
         let model = self.profile.model;
-        let model_frame = self.frame_name(&model[0]);
-        self.open_frame(MODULE_CALL.to_string());
-        self.open_frame(model_frame);
+        let model_frame = frame_name(&self.profile, &model[0]);
+        self.host.open_frame(MODULE_CALL.to_string());
+        self.host.open_frame(model_frame);
         for (layer, chunk) in ops.chunks(per_layer.max(1)).enumerate() {
             let _ = layer;
-            let layer_frame = self.frame_name(&model[1]);
-            self.open_frame(MODULE_CALL.to_string());
-            self.open_frame(layer_frame);
+            let layer_frame = frame_name(&self.profile, &model[1]);
+            self.host.open_frame(MODULE_CALL.to_string());
+            self.host.open_frame(layer_frame);
             for op in chunk {
                 self.launch(label, step, op);
             }
-            self.close_frame();
-            self.close_frame();
+            self.host.close_frame(self.spec.with_stack);
+            self.host.close_frame(self.spec.with_stack);
         }
-        self.close_frame();
-        self.close_frame();
+        self.host.close_frame(self.spec.with_stack);
+        self.host.close_frame(self.spec.with_stack);
     }
 
     /// One op: module call frame, the op's frame, the CPU op, the runtime call, the
     /// GPU op.
     fn launch(&mut self, label: &str, step: StageKind, op: &Op) {
-        let site_name = self.frame_name(&op.frame);
-        self.open_frame(MODULE_CALL.to_string());
-        self.open_frame(site_name);
-        let external = self.external();
-        let correlation = self.correlation();
-        let op_start = self.cpu;
-        self.cpu += 1_500;
-        let launch_start = self.cpu;
+        let site_name = frame_name(&self.profile, &op.frame);
+        self.host.open_frame(MODULE_CALL.to_string());
+        self.host.open_frame(site_name);
+        let external = self.host.external();
+        let correlation = self.host.correlation();
+        let op_start = self.host.cpu;
+        self.host.cpu += 1_500;
+        let launch_start = self.host.cpu;
         let launch_dur = self.rng.between((3_000, 6_000));
         let runtime = match op.issue {
             Issue::Kernel => "cudaLaunchKernel",
             Issue::MemcpyDtoD => "cudaMemcpyAsync",
         };
-        self.cpu += launch_dur + 500;
-        self.push(
+        self.host.cpu += launch_dur + 500;
+        self.host.push(
             op_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"Record function id\": 0}}}}",
                 json_str(op.cpu_op),
                 us(op_start),
-                us(self.cpu - op_start)
+                us(self.host.cpu - op_start)
             ),
         );
-        self.push(
+        self.host.push(
             launch_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{runtime}\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"cbid\": 211, \"correlation\": {correlation}}}}}",
@@ -474,9 +463,9 @@ impl Writer<'_> {
             correlation,
             launch_start,
         );
-        self.cpu += 300;
-        self.close_frame();
-        self.close_frame();
+        self.host.cpu += 300;
+        self.host.close_frame(self.spec.with_stack);
+        self.host.close_frame(self.spec.with_stack);
         let location = if self.spec.with_stack {
             self.location(&op.frame)
         } else {
@@ -489,13 +478,13 @@ impl Writer<'_> {
     /// op on the GPU carrying that launch's correlation and no External id.
     fn replay(&mut self, label: &str, ops: &[Op], innermost: Option<Frame>) {
         let runner = self.profile.graph_runner;
-        let runner_name = self.frame_name(&runner);
-        self.open_frame(runner_name);
-        self.open_frame(GRAPH_REPLAY.to_string());
-        let correlation = self.correlation();
-        let launch_start = self.cpu + 1_000;
+        let runner_name = frame_name(&self.profile, &runner);
+        self.host.open_frame(runner_name);
+        self.host.open_frame(GRAPH_REPLAY.to_string());
+        let correlation = self.host.correlation();
+        let launch_start = self.host.cpu + 1_000;
         let launch_dur = 12_000;
-        self.push(
+        self.host.push(
             launch_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaGraphLaunch\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"cbid\": 311, \"correlation\": {correlation}}}}}",
@@ -503,7 +492,7 @@ impl Writer<'_> {
                 us(launch_dur)
             ),
         );
-        self.cpu = launch_start + launch_dur + 1_000;
+        self.host.cpu = launch_start + launch_dur + 1_000;
         let mut start_floor = launch_start + 6_000;
         for op in ops {
             let stream = self.stream_of(op);
@@ -519,8 +508,8 @@ impl Writer<'_> {
             };
             self.record(label, op, dur, location, "cudaGraphLaunch");
         }
-        self.close_frame();
-        self.close_frame();
+        self.host.close_frame(self.spec.with_stack);
+        self.host.close_frame(self.spec.with_stack);
     }
 
     #[expect(clippy::too_many_arguments)]
@@ -544,7 +533,7 @@ impl Writer<'_> {
             ),
             Issue::MemcpyDtoD => ("gpu_memcpy", ", \"bytes\": 262144, \"memory bandwidth (GB/s)\": 1200.0"),
         };
-        self.push(
+        self.host.push(
             start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"dur\": {}, \"args\": {{{external}\"device\": 0, \"stream\": {stream}, \"correlation\": {correlation}{extra}}}}}",
@@ -554,14 +543,14 @@ impl Writer<'_> {
             ),
         );
         // Kineto's launch-to-kernel flow arrows; readers must ignore them.
-        self.push(
+        self.host.push(
             launch_start,
             format!(
                 "{{\"ph\": \"s\", \"id\": {correlation}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
                 us(launch_start)
             ),
         );
-        self.push(
+        self.host.push(
             start,
             format!(
                 "{{\"ph\": \"f\", \"id\": {correlation}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
@@ -611,26 +600,8 @@ impl Writer<'_> {
             .values()
             .copied()
             .max()
-            .unwrap_or(self.cpu)
-            .max(self.cpu)
-    }
-
-    fn external(&mut self) -> u64 {
-        self.next_external += 1;
-        self.next_external
-    }
-
-    fn correlation(&mut self) -> u64 {
-        self.next_correlation += 1;
-        self.next_correlation
-    }
-
-    /// The frame text the trace shows: `<path>(<line>): <function>`.
-    fn frame_name(&self, frame: &Frame) -> String {
-        format!(
-            "{}{}({}): {}",
-            self.profile.frame_prefix, frame.path, frame.line, frame.func
-        )
+            .unwrap_or(self.host.cpu)
+            .max(self.host.cpu)
     }
 
     /// The location a correct analysis reports for `frame`: `path:line function`, the path
@@ -641,19 +612,62 @@ impl Writer<'_> {
             self.profile.location_prefix, frame.path, frame.line, frame.func
         )
     }
+}
 
-    fn open_frame(&mut self, name: String) {
-        self.cpu += 400;
-        self.next_python_id += 1;
-        self.open.push((self.cpu, name, self.next_python_id));
+/// The host side of a fixture being written, shared by both writers (this file's
+/// `generate` and the timeline scenarios): the CPU clock, the id counters, the open
+/// Python frames and the events so far.
+pub(crate) struct HostTrack {
+    pub(crate) cpu: u64,
+    next_external: u64,
+    next_correlation: u64,
+    next_python_id: u64,
+    /// Open Python frames: start, name, Python id.
+    pub(crate) open: Vec<(u64, String, u64)>,
+    pub(crate) events: Vec<Event>,
+}
+
+impl HostTrack {
+    pub(crate) fn new(cpu: u64) -> Self {
+        HostTrack {
+            cpu,
+            next_external: 1000,
+            next_correlation: 50_000,
+            next_python_id: 1,
+            open: Vec::new(),
+            events: Vec::new(),
+        }
     }
 
-    /// Closes the innermost frame; frames exist only when stacks are recorded.
-    fn close_frame(&mut self) {
+    pub(crate) fn external(&mut self) -> u64 {
+        self.next_external += 1;
+        self.next_external
+    }
+
+    pub(crate) fn correlation(&mut self) -> u64 {
+        self.next_correlation += 1;
+        self.next_correlation
+    }
+
+    /// A fresh Python id (also for a frame another thread runs).
+    pub(crate) fn python_id(&mut self) -> u64 {
+        self.next_python_id += 1;
+        self.next_python_id
+    }
+
+    pub(crate) fn open_frame(&mut self, name: String) {
+        self.cpu += 400;
+        let id = self.python_id();
+        self.open.push((self.cpu, name, id));
+    }
+
+    /// Closes the innermost frame, writing its `python_function` event when stacks are
+    /// `recorded`.
+    pub(crate) fn close_frame(&mut self, recorded: bool) {
         if let Some((start, name, python_id)) = self.open.pop() {
             self.cpu += 300;
             let parent = self.open.last().map(|f| f.2).unwrap_or(0);
-            if self.spec.with_stack {
+            if recorded {
                 self.push(
                     start,
                     format!(
@@ -667,9 +681,17 @@ impl Writer<'_> {
         }
     }
 
-    fn push(&mut self, ts: u64, json: String) {
+    pub(crate) fn push(&mut self, ts: u64, json: String) {
         self.events.push(Event { ts, json });
     }
+}
+
+/// The frame text a trace shows: `<path>(<line>): <function>`.
+pub(crate) fn frame_name(profile: &Profile, frame: &Frame) -> String {
+    format!(
+        "{}{}({}): {}",
+        profile.frame_prefix, frame.path, frame.line, frame.func
+    )
 }
 
 /// ns as µs with exactly 3 decimals.

@@ -14,9 +14,8 @@ use super::hip_layer::hip_ops;
 use super::truth::{Cause, Delay, FrameTruth, StepTruth, TimelineTruth};
 use super::{CudaApis, HostDelay, Marker, Part, Platform, Scenario, StepPlan};
 use crate::engines::{profile, Issue, Op, Profile, GRAPH_REPLAY, MODULE_CALL};
-use crate::{json_str, us, Engine, Event, Frame, Rng};
+use crate::{frame_name, json_str, us, Engine, Event, Frame, HostTrack, Rng, CPU_PID};
 
-const CPU_PID: u64 = 41_000;
 const GPU_PID: u64 = 0;
 const STREAM: u64 = 7;
 /// The communication stream of two-stream scenarios.
@@ -35,14 +34,14 @@ pub(super) fn write(scenario: &Scenario, path: &Path) -> (String, TimelineTruth)
     let mut w = Writer::new(scenario);
     w.metadata();
     let event_loop = w.frames.event_loop;
-    w.open_frame(w.frame_name(&event_loop));
+    w.host.open_frame(frame_name(&w.profile, &event_loop));
     for (index, plan) in scenario.steps.iter().enumerate() {
         w.step = index;
         w.run_step(plan);
     }
-    w.close_frame();
+    w.host.close_frame(true);
     let truth = w.truth(path);
-    (trace_text(scenario, path, &w.events), truth)
+    (trace_text(scenario, path, &w.host.events), truth)
 }
 
 /// The Python frames an engine's scheduler loop shows around the model steps.
@@ -97,15 +96,9 @@ struct Writer<'a> {
     /// Launch calls so far (picks the call in the extended CUDA API mix).
     launches: u64,
     rng: Rng,
-    cpu: u64,
+    host: HostTrack,
     /// When the stream's last queued GPU op ends.
     gpu: u64,
-    next_external: u64,
-    next_correlation: u64,
-    next_python_id: u64,
-    /// Open Python frames: start, name, Python id.
-    open: Vec<(u64, String, u64)>,
-    events: Vec<Event>,
     busy: Vec<(u64, u64)>,
     delays: Vec<Delay>,
     steps: Vec<StepTruth>,
@@ -133,13 +126,8 @@ impl<'a> Writer<'a> {
             next_op: 0,
             launches: 0,
             rng: Rng::new(scenario.seed),
-            cpu: EPOCH_NS + 10_000,
+            host: HostTrack::new(EPOCH_NS + 10_000),
             gpu: 0,
-            next_external: 1000,
-            next_correlation: 50_000,
-            next_python_id: 1,
-            open: Vec::new(),
-            events: Vec::new(),
             busy: Vec::new(),
             delays: Vec::new(),
             steps: Vec::new(),
@@ -176,16 +164,16 @@ impl<'a> Writer<'a> {
             ),
         ];
         for json in lines {
-            self.events.push(Event { ts: 0, json });
+            self.host.events.push(Event { ts: 0, json });
         }
         if self.scenario.streams > 1 {
             let name = format!("stream {COMM_STREAM}");
             let json = meta(GPU_PID, Some(COMM_STREAM), "thread_name", &name);
-            self.events.push(Event { ts: 0, json });
+            self.host.events.push(Event { ts: 0, json });
         }
         if self.scenario.background_thread {
             let json = meta(CPU_PID, Some(BACKGROUND_TID), "thread_name", "python3");
-            self.events.push(Event { ts: 0, json });
+            self.host.events.push(Event { ts: 0, json });
         }
     }
 
@@ -206,13 +194,13 @@ impl<'a> Writer<'a> {
             self.host_delay(delay);
         }
         let label = self.step_label();
-        let step_start = self.cpu;
-        self.cpu += 1_000;
+        let step_start = self.host.cpu;
+        self.host.cpu += 1_000;
         self.step_first_launch = None;
         self.step_gpu_start = None;
         self.step_ops.clear();
         for frame in (self.profile.outer)(self.scenario.stage) {
-            self.open_frame(self.frame_name(&frame));
+            self.host.open_frame(frame_name(&self.profile, &frame));
         }
         for part in &plan.parts {
             match part {
@@ -224,23 +212,23 @@ impl<'a> Writer<'a> {
         }
         let token_copy = self.frames.token_copy;
         self.blocking_copy(&token_copy);
-        while self.open.len() > 1 {
-            self.close_frame();
+        while self.host.open.len() > 1 {
+            self.host.close_frame(true);
         }
-        self.cpu += 1_000;
-        let external = self.external();
-        self.push(
+        self.host.cpu += 1_000;
+        let external = self.host.external();
+        self.host.push(
             step_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"Record function id\": 0}}}}",
                 json_str(&label),
                 us(step_start),
-                us(self.cpu - step_start)
+                us(self.host.cpu - step_start)
             ),
         );
         let gpu_start = self.step_gpu_start.unwrap_or(self.gpu);
         let parts = busy_parts(&self.step_ops);
-        self.push(
+        self.host.push(
             gpu_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {STREAM}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}}}}}",
@@ -257,35 +245,36 @@ impl<'a> Writer<'a> {
             comm_ns: parts[1],
             memcpy_ns: parts[2],
         });
-        self.cpu += 3_000;
+        self.host.cpu += 3_000;
     }
 
     /// (a) The scheduler runs `delay.frame` for `delay.ns` after the GPU has drained.
     fn host_delay(&mut self, delay: &HostDelay) {
         assert!(
-            self.cpu >= self.gpu.max(self.side),
+            self.host.cpu >= self.gpu.max(self.side),
             "a host delay starts after the GPU drained"
         );
-        self.open_frame(self.frame_name(&delay.frame));
-        let start = self.cpu;
+        self.host
+            .open_frame(frame_name(&self.profile, &delay.frame));
+        let start = self.host.cpu;
         // close_frame adds its own 300 ns.
-        self.cpu += delay.ns - 300;
-        self.close_frame();
+        self.host.cpu += delay.ns - 300;
+        self.host.close_frame(true);
         let frame = Some(self.frame_truth(&delay.frame));
         if self.scenario.background_thread {
             // Another thread busy in Python over the whole delay: a correct analysis
             // charges the delay to the launching thread's frame only.
             let (from, to) = (start - 2_000, start + delay.ns + 2_000);
-            self.next_python_id += 1;
-            let background = self.frame_name(&self.frames.background);
-            self.push(
+            let python_id = self.host.python_id();
+            let background = frame_name(&self.profile, &self.frames.background);
+            self.host.push(
                 from,
                 format!(
                     "{{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {BACKGROUND_TID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"Python id\": {}, \"Python parent id\": 0}}}}",
                     json_str(&background),
                     us(from),
                     us(to - from),
-                    self.next_python_id
+                    python_id
                 ),
             );
         }
@@ -313,8 +302,8 @@ impl<'a> Writer<'a> {
             let side = op.side_stream && self.scenario.streams > 1;
             self.launch_on(&op, dur, 0, side);
         }
-        self.close_frame();
-        self.close_frame();
+        self.host.close_frame(true);
+        self.host.close_frame(true);
     }
 
     /// (c) Kernels of 1.2-2 µs, each launched at least 6.7 µs after the previous one's
@@ -334,8 +323,8 @@ impl<'a> Writer<'a> {
                 gaps.push((prev_end, start));
             }
         }
-        self.close_frame();
-        self.close_frame();
+        self.host.close_frame(true);
+        self.host.close_frame(true);
         let (Some(first), Some(last)) = (gaps.first(), gaps.last()) else {
             panic!("launch-bound stretch of {n} kernels left no gap: the queue ahead was too deep");
         };
@@ -363,8 +352,8 @@ impl<'a> Writer<'a> {
             prev_end >= launch_start + LAUNCH_LATENCY_NS,
             "a sync wait needs a full queue ahead of it"
         );
-        self.close_frame();
-        self.close_frame();
+        self.host.close_frame(true);
+        self.host.close_frame(true);
         let sync_copy = self.frames.sync_copy;
         let blocked_from = self.blocking_copy(&sync_copy);
         assert!(
@@ -389,16 +378,16 @@ impl<'a> Writer<'a> {
         assert!(gaps.iter().all(|&(after, _)| after + 1 < kernels));
         self.join_side_stream();
         let runner = self.profile.graph_runner;
-        self.open_frame(self.frame_name(&runner));
-        self.open_frame(GRAPH_REPLAY.to_string());
-        let correlation = self.correlation();
-        let launch_start = self.cpu + 1_000;
+        self.host.open_frame(frame_name(&self.profile, &runner));
+        self.host.open_frame(GRAPH_REPLAY.to_string());
+        let correlation = self.host.correlation();
+        let launch_start = self.host.cpu + 1_000;
         let (name, id, launch_dur) = if self.rocm() {
             ("hipGraphLaunch", "\"cid\": 215", 40_000)
         } else {
             ("cudaGraphLaunch", "\"cbid\": 311", 12_000)
         };
-        self.push(
+        self.host.push(
             launch_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{name}\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{{id}, \"correlation\": {correlation}}}}}",
@@ -407,7 +396,7 @@ impl<'a> Writer<'a> {
             ),
         );
         self.step_first_launch.get_or_insert(launch_start);
-        self.cpu = launch_start + launch_dur + 1_000;
+        self.host.cpu = launch_start + launch_dur + 1_000;
         let mut start = self.gpu.max(launch_start + 6_000);
         for k in 0..kernels {
             let op = self.next_op(true);
@@ -437,12 +426,12 @@ impl<'a> Writer<'a> {
             }
             start = end + injected.unwrap_or(GRAPH_NODE_GAP_NS);
         }
-        self.close_frame();
-        self.close_frame();
+        self.host.close_frame(true);
+        self.host.close_frame(true);
         let during = self.frames.during_replay;
-        self.open_frame(self.frame_name(&during));
-        self.cpu = self.cpu.max(self.gpu + 3_000);
-        self.close_frame();
+        self.host.open_frame(frame_name(&self.profile, &during));
+        self.host.cpu = self.host.cpu.max(self.gpu + 3_000);
+        self.host.close_frame(true);
     }
 
     /// A device-to-host copy the host waits for: CUDA `cudaMemcpyAsync` then
@@ -451,18 +440,18 @@ impl<'a> Writer<'a> {
     /// host started to block.
     fn blocking_copy(&mut self, frame: &Frame) -> u64 {
         self.join_side_stream();
-        self.open_frame(self.frame_name(frame));
-        let external = self.external();
-        let op_start = self.cpu;
-        self.cpu += 1_500;
-        let copy_start = self.cpu;
-        let correlation = self.correlation();
+        self.host.open_frame(frame_name(&self.profile, frame));
+        let external = self.host.external();
+        let op_start = self.host.cpu;
+        self.host.cpu += 1_500;
+        let copy_start = self.host.cpu;
+        let correlation = self.host.correlation();
         let gpu_start = self.gpu.max(copy_start + LAUNCH_LATENCY_NS);
         let gpu_dur = 3_000;
         let gpu_end = gpu_start + gpu_dur;
         let (name, blocked_from) = if self.rocm() {
             let end = gpu_end + 1_500;
-            self.push(
+            self.host.push(
                 copy_start,
                 format!(
                     "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"hipMemcpyWithStream\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"cid\": 153, \"correlation\": {correlation}, \"bytes\": \"256\", \"kind\": \"2\"}}}}",
@@ -470,11 +459,11 @@ impl<'a> Writer<'a> {
                     us(end - copy_start)
                 ),
             );
-            self.cpu = end;
+            self.host.cpu = end;
             ("Memcpy DtoH (Device -> Host)", copy_start)
         } else {
             let call_dur = 5_000;
-            self.push(
+            self.host.push(
                 copy_start,
                 format!(
                     "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMemcpyAsync\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"cbid\": 41, \"correlation\": {correlation}}}}}",
@@ -485,8 +474,8 @@ impl<'a> Writer<'a> {
             let mut sync_start = copy_start + call_dur + 500;
             let (sync_name, sync_cbid) = if self.scenario.cuda_apis == CudaApis::Extended {
                 // Record an event after the copy and wait for that event.
-                let record_correlation = self.correlation();
-                self.push(
+                let record_correlation = self.host.correlation();
+                self.host.push(
                     sync_start,
                     format!(
                         "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaEventRecord\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": 2.000, \"args\": {{\"cbid\": 135, \"correlation\": {record_correlation}}}}}",
@@ -499,8 +488,8 @@ impl<'a> Writer<'a> {
                 ("cudaStreamSynchronize", 131)
             };
             let sync_end = gpu_end.max(sync_start) + 1_500;
-            let sync_correlation = self.correlation();
-            self.push(
+            let sync_correlation = self.host.correlation();
+            self.host.push(
                 sync_start,
                 format!(
                     "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{sync_name}\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"cbid\": {sync_cbid}, \"correlation\": {sync_correlation}}}}}",
@@ -508,7 +497,7 @@ impl<'a> Writer<'a> {
                     us(sync_end - sync_start)
                 ),
             );
-            self.cpu = sync_end;
+            self.host.cpu = sync_end;
             ("Memcpy DtoH (Device -> Pageable)", sync_start)
         };
         self.step_first_launch.get_or_insert(copy_start);
@@ -522,16 +511,16 @@ impl<'a> Writer<'a> {
             correlation,
             copy_start,
         );
-        self.cpu += 500;
-        self.push(
+        self.host.cpu += 500;
+        self.host.push(
             op_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::copy_\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"Record function id\": 0}}}}",
                 us(op_start),
-                us(self.cpu - op_start)
+                us(self.host.cpu - op_start)
             ),
         );
-        self.close_frame();
+        self.host.close_frame(true);
         blocked_from
     }
 
@@ -544,8 +533,8 @@ impl<'a> Writer<'a> {
     /// The model's forward frames around a run of launches.
     fn open_model_frames(&mut self) {
         let model = self.profile.model[0];
-        self.open_frame(MODULE_CALL.to_string());
-        self.open_frame(self.frame_name(&model));
+        self.host.open_frame(MODULE_CALL.to_string());
+        self.host.open_frame(frame_name(&self.profile, &model));
     }
 
     /// The next op of the cycle; `kernels_only` skips copies.
@@ -569,26 +558,26 @@ impl<'a> Writer<'a> {
     /// [`Self::launch`] on the communication stream when `side`; it starts after the
     /// compute queued so far (its input) and overlaps the compute launched after it.
     fn launch_on(&mut self, op: &Op, dur: u64, wait: u64, side: bool) -> (u64, u64) {
-        self.open_frame(MODULE_CALL.to_string());
-        self.open_frame(self.frame_name(&op.frame));
-        let external = self.external();
-        let correlation = self.correlation();
-        let op_start = self.cpu;
-        self.cpu += 1_500;
-        let launch_start = self.cpu;
+        self.host.open_frame(MODULE_CALL.to_string());
+        self.host.open_frame(frame_name(&self.profile, &op.frame));
+        let external = self.host.external();
+        let correlation = self.host.correlation();
+        let op_start = self.host.cpu;
+        self.host.cpu += 1_500;
+        let launch_start = self.host.cpu;
         let launch_dur = self.rng.between((3_000, 6_000));
-        self.cpu += launch_dur + 500;
-        self.push(
+        self.host.cpu += launch_dur + 500;
+        self.host.push(
             op_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"Record function id\": 0}}}}",
                 json_str(op.cpu_op),
                 us(op_start),
-                us(self.cpu - op_start)
+                us(self.host.cpu - op_start)
             ),
         );
         let (cat, args, gpu_cat, gpu_name) = self.launch_call(op, external, correlation);
-        self.push(
+        self.host.push(
             launch_start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"{cat}\", {args}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}}}",
@@ -614,9 +603,9 @@ impl<'a> Writer<'a> {
             correlation,
             launch_start,
         );
-        self.cpu += 300;
-        self.close_frame();
-        self.close_frame();
+        self.host.cpu += 300;
+        self.host.close_frame(true);
+        self.host.close_frame(true);
         (launch_start, start)
     }
 
@@ -694,7 +683,7 @@ impl<'a> Writer<'a> {
             ("kernel", false, _) => ", \"registers per thread\": 128, \"shared memory\": 49152, \"grid\": [132, 1, 1], \"block\": [384, 1, 1]",
             _ => ", \"bytes\": 256, \"memory bandwidth (GB/s)\": 0.08",
         };
-        self.push(
+        self.host.push(
             start,
             format!(
                 "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"dur\": {}, \"args\": {{{external_arg}\"device\": 0, \"stream\": {stream}, \"correlation\": {correlation}{extra}}}}}",
@@ -703,14 +692,14 @@ impl<'a> Writer<'a> {
                 us(dur)
             ),
         );
-        self.push(
+        self.host.push(
             launch_start,
             format!(
                 "{{\"ph\": \"s\", \"id\": {correlation}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
                 us(launch_start)
             ),
         );
-        self.push(
+        self.host.push(
             start,
             format!(
                 "{{\"ph\": \"f\", \"id\": {correlation}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
@@ -761,57 +750,13 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn external(&mut self) -> u64 {
-        self.next_external += 1;
-        self.next_external
-    }
-
-    fn correlation(&mut self) -> u64 {
-        self.next_correlation += 1;
-        self.next_correlation
-    }
-
-    /// The frame text the trace shows: `<path>(<line>): <function>`.
-    fn frame_name(&self, frame: &Frame) -> String {
-        format!(
-            "{}{}({}): {}",
-            self.profile.frame_prefix, frame.path, frame.line, frame.func
-        )
-    }
-
     fn frame_truth(&self, frame: &Frame) -> FrameTruth {
         FrameTruth {
-            name: self.frame_name(frame),
+            name: frame_name(&self.profile, frame),
             path: format!("{}{}", self.profile.location_prefix, frame.path),
             line: frame.line,
             function: frame.func.to_string(),
         }
-    }
-
-    fn open_frame(&mut self, name: String) {
-        self.cpu += 400;
-        self.next_python_id += 1;
-        self.open.push((self.cpu, name, self.next_python_id));
-    }
-
-    fn close_frame(&mut self) {
-        if let Some((start, name, python_id)) = self.open.pop() {
-            self.cpu += 300;
-            let parent = self.open.last().map(|f| f.2).unwrap_or(0);
-            self.push(
-                start,
-                format!(
-                    "{{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"Python id\": {python_id}, \"Python parent id\": {parent}}}}}",
-                    json_str(&name),
-                    us(start),
-                    us(self.cpu - start)
-                ),
-            );
-        }
-    }
-
-    fn push(&mut self, ts: u64, json: String) {
-        self.events.push(Event { ts, json });
     }
 }
 
