@@ -237,7 +237,7 @@ fn stage_label(file_stage: StageKind, step: StageKind, annotated: bool) -> &'sta
 }
 
 pub(crate) const CPU_PID: u64 = 41_000;
-const GPU_PID: u64 = 0;
+pub(crate) const GPU_PID: u64 = 0;
 const COMPUTE_STREAM: u64 = 7;
 const COMM_STREAM: u64 = 21;
 /// Where the clock starts, in ns: 13 integer digits in µs, like real Kineto traces.
@@ -533,30 +533,16 @@ impl Writer<'_> {
             ),
             Issue::MemcpyDtoD => ("gpu_memcpy", ", \"bytes\": 262144, \"memory bandwidth (GB/s)\": 1200.0"),
         };
-        self.host.push(
+        self.host.push_gpu_op(&GpuOpEvent {
+            cat,
+            name: op.raw,
+            stream,
             start,
-            format!(
-                "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"dur\": {}, \"args\": {{{external}\"device\": 0, \"stream\": {stream}, \"correlation\": {correlation}{extra}}}}}",
-                json_str(op.raw),
-                us(start),
-                us(dur)
-            ),
-        );
-        // Kineto's launch-to-kernel flow arrows; readers must ignore them.
-        self.host.push(
+            dur,
             launch_start,
-            format!(
-                "{{\"ph\": \"s\", \"id\": {correlation}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
-                us(launch_start)
-            ),
-        );
-        self.host.push(
-            start,
-            format!(
-                "{{\"ph\": \"f\", \"id\": {correlation}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
-                us(start)
-            ),
-        );
+            correlation,
+            args: &format!("{external}\"device\": 0, \"stream\": {stream}, \"correlation\": {correlation}{extra}"),
+        });
         self.streams.insert(stream, start + dur);
     }
 
@@ -684,6 +670,58 @@ impl HostTrack {
     pub(crate) fn push(&mut self, ts: u64, json: String) {
         self.events.push(Event { ts, json });
     }
+
+    /// A GPU op's event and Kineto's launch-to-kernel flow arrows (`ac2g` start and end,
+    /// which readers must ignore).
+    pub(crate) fn push_gpu_op(&mut self, op: &GpuOpEvent<'_>) {
+        let GpuOpEvent {
+            cat,
+            name,
+            stream,
+            start,
+            dur,
+            launch_start,
+            correlation,
+            args,
+        } = *op;
+        self.push(
+            start,
+            format!(
+                "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"dur\": {}, \"args\": {{{args}}}}}",
+                json_str(name),
+                us(start),
+                us(dur)
+            ),
+        );
+        self.push(
+            launch_start,
+            format!(
+                "{{\"ph\": \"s\", \"id\": {correlation}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
+                us(launch_start)
+            ),
+        );
+        self.push(
+            start,
+            format!(
+                "{{\"ph\": \"f\", \"id\": {correlation}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
+                us(start)
+            ),
+        );
+    }
+}
+
+/// What [`HostTrack::push_gpu_op`] writes: `args` is the text inside the event's `args`
+/// object.
+#[derive(Clone, Copy)]
+pub(crate) struct GpuOpEvent<'a> {
+    pub(crate) cat: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) stream: u64,
+    pub(crate) start: u64,
+    pub(crate) dur: u64,
+    pub(crate) launch_start: u64,
+    pub(crate) correlation: u64,
+    pub(crate) args: &'a str,
 }
 
 /// The frame text a trace shows: `<path>(<line>): <function>`.

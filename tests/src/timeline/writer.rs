@@ -14,9 +14,10 @@ use super::hip_layer::hip_ops;
 use super::truth::{Cause, Delay, FrameTruth, StepTruth, TimelineTruth};
 use super::{CudaApis, HostDelay, Marker, Part, Platform, Scenario, StepPlan};
 use crate::engines::{profile, Issue, Op, Profile, GRAPH_REPLAY, MODULE_CALL};
-use crate::{frame_name, json_str, us, Engine, Event, Frame, HostTrack, Rng, CPU_PID};
+use crate::{
+    frame_name, json_str, us, Engine, Event, Frame, GpuOpEvent, HostTrack, Rng, CPU_PID, GPU_PID,
+};
 
-const GPU_PID: u64 = 0;
 const STREAM: u64 = 7;
 /// The communication stream of two-stream scenarios.
 const COMM_STREAM: u64 = 21;
@@ -683,29 +684,16 @@ impl<'a> Writer<'a> {
             ("kernel", false, _) => ", \"registers per thread\": 128, \"shared memory\": 49152, \"grid\": [132, 1, 1], \"block\": [384, 1, 1]",
             _ => ", \"bytes\": 256, \"memory bandwidth (GB/s)\": 0.08",
         };
-        self.host.push(
+        self.host.push_gpu_op(&GpuOpEvent {
+            cat,
+            name,
+            stream,
             start,
-            format!(
-                "{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": {}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"dur\": {}, \"args\": {{{external_arg}\"device\": 0, \"stream\": {stream}, \"correlation\": {correlation}{extra}}}}}",
-                json_str(name),
-                us(start),
-                us(dur)
-            ),
-        );
-        self.host.push(
+            dur,
             launch_start,
-            format!(
-                "{{\"ph\": \"s\", \"id\": {correlation}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}",
-                us(launch_start)
-            ),
-        );
-        self.host.push(
-            start,
-            format!(
-                "{{\"ph\": \"f\", \"id\": {correlation}, \"pid\": {GPU_PID}, \"tid\": {stream}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}",
-                us(start)
-            ),
-        );
+            correlation,
+            args: &format!("{external_arg}\"device\": 0, \"stream\": {stream}, \"correlation\": {correlation}{extra}"),
+        });
         self.step_gpu_start.get_or_insert(start);
         let part = match cat {
             "kernel" if self.is_communication(name) => 1,
