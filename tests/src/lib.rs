@@ -732,6 +732,21 @@ pub(crate) fn frame_name(profile: &Profile, frame: &Frame) -> String {
     )
 }
 
+/// The rest of a trace document after its header: the events in `order`, one a line,
+/// then the closing `traceName`, as torch.profiler writes them.
+pub(crate) fn events_and_end(text: &mut String, order: &[&Event], path: &Path) {
+    for (i, event) in order.iter().enumerate() {
+        text.push_str("  ");
+        text.push_str(&event.json);
+        text.push_str(if i + 1 < order.len() { ",\n" } else { "\n" });
+    }
+    let _ = write!(
+        text,
+        "  ],\n  \"traceName\": {}\n}}\n",
+        json_str(&path.display().to_string())
+    );
+}
+
 /// ns as µs with exactly 3 decimals.
 fn us(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
@@ -759,16 +774,7 @@ fn trace_text(spec: &FixtureSpec, path: &Path, events: &[Event]) -> String {
         u8::from(spec.with_stack),
         spec.seed.wrapping_mul(0x2545_F491_4F6C_DD1D)
     );
-    for (i, event) in order.iter().enumerate() {
-        text.push_str("  ");
-        text.push_str(&event.json);
-        text.push_str(if i + 1 < order.len() { ",\n" } else { "\n" });
-    }
-    let _ = write!(
-        text,
-        "  ],\n  \"traceName\": {}\n}}\n",
-        json_str(&path.display().to_string())
-    );
+    events_and_end(&mut text, &order, path);
     text
 }
 

@@ -15,7 +15,8 @@ use super::truth::{Cause, Delay, FrameTruth, StepTruth, TimelineTruth};
 use super::{CudaApis, HostDelay, Marker, Part, Platform, Scenario, StepPlan};
 use crate::engines::{profile, Issue, Op, Profile, GRAPH_REPLAY, MODULE_CALL};
 use crate::{
-    frame_name, json_str, us, Engine, Event, Frame, GpuOpEvent, HostTrack, Rng, CPU_PID, GPU_PID,
+    events_and_end, frame_name, json_str, us, Engine, Event, Frame, GpuOpEvent, HostTrack, Rng,
+    CPU_PID, GPU_PID,
 };
 
 const STREAM: u64 = 7;
@@ -792,15 +793,6 @@ fn trace_text(scenario: &Scenario, path: &Path, events: &[Event]) -> String {
         "{{\n  \"schemaVersion\": 1,\n  {device}\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 1}},\n  \"with_stack\": 1,\n  \"record_shapes\": 1,\n  \"trace_id\": \"{:016X}\",\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": 1761000000000000000,\n  \"traceEvents\": [\n",
         scenario.seed.wrapping_mul(0x2545_F491_4F6C_DD1D)
     );
-    for (i, event) in order.iter().enumerate() {
-        text.push_str("  ");
-        text.push_str(&event.json);
-        text.push_str(if i + 1 < order.len() { ",\n" } else { "\n" });
-    }
-    let _ = write!(
-        text,
-        "  ],\n  \"traceName\": {}\n}}\n",
-        json_str(&path.display().to_string())
-    );
+    events_and_end(&mut text, &order, path);
     text
 }
