@@ -33,7 +33,9 @@ impl ForwardCall {
         function == self.function
             && !line.is_empty()
             && line.bytes().all(|b| b.is_ascii_digit())
-            && (path == self.file || path.ends_with(&format!("/{}", self.file)))
+            && path
+                .strip_suffix(self.file.as_str())
+                .is_some_and(|above| above.is_empty() || above.ends_with('/'))
     }
 }
 

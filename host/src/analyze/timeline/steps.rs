@@ -207,14 +207,17 @@ fn steps_in_windows(
 /// The outermost frames of the engine's forward call on each thread, as windows
 /// labelled with the frame's name.
 fn forward_call_frames<'t>(trace: &'t Trace, calls: &ForwardCalls) -> Vec<(Ns, Ns, &'t str)> {
+    // Traces repeat a few thousand frame names over millions of frames: each distinct
+    // name is matched once.
+    let mut is_call: Vec<Option<bool>> = vec![None; trace.strings.len()];
     let mut frames: Vec<(Sym, Sym, Ns, Ns, &str)> = trace
         .py_frames
         .iter()
         .filter_map(|f| {
             let name = trace.name(f.name);
-            calls
-                .find(name)
-                .map(|_| (f.pid, f.tid, f.ts, f.end(), name))
+            let known = is_call.get_mut(f.name.0 as usize)?;
+            let matched = *known.get_or_insert_with(|| calls.find(name).is_some());
+            matched.then(|| (f.pid, f.tid, f.ts, f.end(), name))
         })
         .collect();
     frames.sort_unstable_by_key(|f| (f.0 .0, f.1 .0, f.2, std::cmp::Reverse(f.3)));
