@@ -86,6 +86,9 @@ impl TraceFixture {
             device: Some(0),
             correlation,
             external_id,
+            grid: None,
+            block: None,
+            blocks_per_sm: None,
         };
         self.trace.gpu_ops.push(op);
         self
@@ -109,6 +112,9 @@ impl TraceFixture {
             tid,
             correlation,
             external_id,
+            kernel: None,
+            grid: None,
+            block: None,
         };
         self.trace.runtime.push(call);
         self
@@ -130,6 +136,9 @@ impl TraceFixture {
             pid,
             tid,
             external_id,
+            input_dims: None,
+            input_types: None,
+            concrete_inputs: None,
         };
         self.trace.cpu_ops.push(op);
         self

@@ -86,6 +86,11 @@ pub struct GpuOp {
     pub correlation: Option<u64>,
     /// `args["External id"]`: links to the `cpu_op` around the launch.
     pub external_id: Option<u64>,
+    /// `args.grid` and `args.block` (x, y, z), when present: the launch geometry.
+    pub grid: Option<[u32; 3]>,
+    pub block: Option<[u32; 3]>,
+    /// `args["blocks per SM"]`, when present (Kineto writes it for CUDA kernels).
+    pub blocks_per_sm: Option<f32>,
 }
 
 impl GpuOp {
@@ -108,6 +113,12 @@ pub struct RuntimeCall {
     pub tid: Sym,
     pub correlation: u64,
     pub external_id: Option<u64>,
+    /// `args.kernel`: the kernel a launch call names (ROCm writes it; a graph-capture
+    /// trace's launches are its only record of the graph's nodes).
+    pub kernel: Option<Sym>,
+    /// `args.grid` and `args.block` of a launch call, when present.
+    pub grid: Option<[u32; 3]>,
+    pub block: Option<[u32; 3]>,
 }
 
 /// An operator on the CPU (`cat` `cpu_op`; legacy `Operator`).
@@ -119,6 +130,11 @@ pub struct CpuOp {
     pub pid: Sym,
     pub tid: Sym,
     pub external_id: Option<u64>,
+    /// `args["Input Dims"]`, `args["Input type"]` and `args["Concrete Inputs"]` as their
+    /// JSON text (interned: shapes repeat), when the trace recorded shapes.
+    pub input_dims: Option<Sym>,
+    pub input_types: Option<Sym>,
+    pub concrete_inputs: Option<Sym>,
 }
 
 /// A Python frame (`cat` `python_function`), named `path(line): function`.
@@ -169,6 +185,8 @@ pub struct TraceMeta {
     pub keys: Vec<String>,
     /// `deviceProperties[].name`, in order (may be empty strings on ROCm).
     pub device_names: Vec<String>,
+    /// `deviceProperties[]`, in order: the facts a device table is matched by.
+    pub devices: Vec<DeviceProps>,
     /// `distributedInfo.rank` / `world_size`, when present.
     pub rank: Option<u32>,
     pub world_size: Option<u32>,
@@ -177,6 +195,19 @@ pub struct TraceMeta {
     pub schema: Schema,
     /// The document was a bare JSON array of events.
     pub bare_list: bool,
+}
+
+/// One entry of `deviceProperties` (fields absent in the trace are `None`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceProps {
+    pub id: Option<i64>,
+    pub name: String,
+    /// `numSms`: SMs on NVIDIA, CUs on AMD.
+    pub num_sms: Option<u32>,
+    /// `totalGlobalMem` in bytes.
+    pub total_global_mem: Option<u64>,
+    pub compute_major: Option<u32>,
+    pub compute_minor: Option<u32>,
 }
 
 /// Events the reader did not keep, by reason. Reported, never silent.

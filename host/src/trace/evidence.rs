@@ -245,6 +245,9 @@ mod tests {
                 device: Some(0),
                 correlation: None,
                 external_id: None,
+                grid: None,
+                block: None,
+                blocks_per_sm: None,
             };
             t.gpu_ops.push(op);
         }

@@ -38,6 +38,37 @@ const TOLERANCE_NS: Ns = 1;
 /// Runtime calls that replay a captured graph.
 const GRAPH_LAUNCHES: &[&str] = &["cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"];
 
+/// Where a GPU op's launch site (stack, CPU op, input shapes) was taken from. `link`
+/// gives `Eager` or `GraphLaunch`; resolving graph replays (a capture trace, the mapping
+/// trace, graph node ids) replaces a replayed kernel's site and says which source did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SiteSource {
+    /// Launched by its own runtime call (or its legacy cpu_op).
+    #[default]
+    Eager,
+    /// Replayed from a graph, charged to the graph launch (nothing better known).
+    GraphLaunch,
+    /// The launch recorded for this node in a capture trace.
+    Capture,
+    /// The kernel aligned to it in the mapping trace (graphs off).
+    Mapping,
+    /// A graph node id in the kernel's args, joined to the capture.
+    GraphNode,
+}
+
+impl SiteSource {
+    /// The JSON spelling (`launch_site_source`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SiteSource::Eager => "eager",
+            SiteSource::GraphLaunch => "graph-launch",
+            SiteSource::Capture => "capture",
+            SiteSource::Mapping => "mapping",
+            SiteSource::GraphNode => "graph-node",
+        }
+    }
+}
+
 /// Where one GPU op came from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchSite {
@@ -51,6 +82,11 @@ pub struct LaunchSite {
     pub graph_replay: bool,
     /// CPU time of the launch (the runtime call's start, or the legacy cpu_op's).
     pub launch_ts: Option<Ns>,
+    /// Which source the stack, CPU op and shapes come from.
+    pub source: SiteSource,
+    /// The launching CPU op's `Input Dims` / `Input type` JSON text, when known.
+    pub input_dims: Option<Sym>,
+    pub input_types: Option<Sym>,
 }
 
 /// What linking achieved, for the report's notes.
@@ -127,6 +163,7 @@ pub fn link(trace: &Trace) -> Linked {
             site.graph_replay = is_graph_launch(trace.name(call.name));
             if site.graph_replay {
                 site.cpu_op = Some(call.name);
+                site.source = SiteSource::GraphLaunch;
             }
             point = Some(((call.pid, call.tid), call.ts));
             let external = call.external_id.or(op.external_id);

@@ -329,6 +329,9 @@ impl TraceSink {
                     device: args.and_then(|a| a.device.0),
                     correlation,
                     external_id,
+                    grid: None,
+                    block: None,
+                    blocks_per_sm: None,
                 });
             }
             Class::Runtime => self.trace.runtime.push(RuntimeCall {
@@ -339,6 +342,9 @@ impl TraceSink {
                 tid,
                 correlation: correlation.unwrap_or_default(),
                 external_id,
+                kernel: None,
+                grid: None,
+                block: None,
             }),
             Class::CpuOp => self.trace.cpu_ops.push(CpuOp {
                 name,
@@ -347,6 +353,9 @@ impl TraceSink {
                 pid,
                 tid,
                 external_id,
+                input_dims: None,
+                input_types: None,
+                concrete_inputs: None,
             }),
             Class::PyFrame => self.trace.py_frames.push(PyFrame {
                 name,
