@@ -118,6 +118,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         fusions: fusion_catalog,
         overlap: known_paths,
         forward_calls,
+        devices: _,
     } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
