@@ -8,6 +8,9 @@
 //!   origin's file and exports it through the plugin API (`fusion_registry`), the host
 //!   embeds `torch.toml`, and [`load_fusions`] merges and validates them;
 //! * [`overlap`]: known overlap paths (`overlap.toml`);
+//! * [`steps`]: step markers and forward calls (`steps.toml`, the host's, and
+//!   `steps/<origin>.toml`, which each engine plugin embeds and exports through the plugin
+//!   API, `step_catalog`), merged by [`load_steps`];
 //! * [`pattern`]: the token and pattern language all three share;
 //!
 //! [`Catalog::load`] reads all three files, so a triage and `catalog validate` check the
@@ -32,7 +35,7 @@ pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
-pub use steps::{load_forward_calls, ForwardCall, ForwardCalls};
+pub use steps::{load_steps, merge_steps, ForwardCall, StepCatalog, StepMarker, StepSource};
 
 /// Every catalog file of a run, parsed and validated.
 #[derive(Clone, Debug)]
@@ -40,7 +43,7 @@ pub struct Catalog {
     pub families: FamilyRules,
     pub fusions: FusionCatalog,
     pub overlap: KnownPaths,
-    pub forward_calls: ForwardCalls,
+    pub steps: StepCatalog,
 }
 
 impl Catalog {
@@ -51,7 +54,7 @@ impl Catalog {
         Ok(Catalog {
             families: load_families(dir)?,
             overlap: load_known_paths(dir)?,
-            forward_calls: load_forward_calls(dir)?,
+            steps: load_steps(dir, plugins)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }
@@ -90,7 +93,7 @@ mod tests {
         assert!(!catalog.families.rules.is_empty());
         assert!(!catalog.overlap.paths.is_empty());
         assert!(!catalog.fusions.rules.is_empty());
-        assert!(!catalog.forward_calls.calls.is_empty());
+        assert!(!catalog.steps.markers.is_empty());
     }
 
     #[test]

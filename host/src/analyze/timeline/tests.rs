@@ -4,7 +4,8 @@
 //! APIs, host gaps between steps charged to the Python frame that ran).
 
 use super::*;
-use crate::catalog::{load_families, load_forward_calls};
+use crate::catalog::load_families;
+use crate::catalog::steps::builtin_with_engines;
 use crate::report::model::StageTimeline;
 use crate::testutil::TraceFixture;
 use crate::trace::link::link;
@@ -25,14 +26,14 @@ fn timeline_of(fixture: &TraceFixture) -> StageTimeline {
         split: &split,
     }];
     let families = load_families(None).expect("built-in families");
-    let forward_calls = load_forward_calls(None).expect("built-in steps catalog");
+    let steps = builtin_with_engines();
     let mut timelines = stage_timelines(
         &staged,
         &Locator::default(),
         &families,
         &TimelineOptions {
             top_gaps: 5,
-            forward_calls: &forward_calls,
+            steps: &steps,
         },
     );
     assert_eq!(timelines.len(), 1);
@@ -252,17 +253,28 @@ fn communication_under_compute_is_not_exposed() {
 
 #[test]
 fn marker_kinds_are_told_apart() {
-    let kind = |name| steps::marker_kind_source(name);
-    assert_eq!(kind("step[DECODE bs=32]"), Some("step[...] annotations"));
+    let catalog = builtin_with_engines();
+    let kind = |name| {
+        catalog
+            .marker_of(name)
+            .map(|m| format!("{} annotations", catalog.markers[m].shown_as))
+    };
+    assert_eq!(
+        kind("step[DECODE bs=32]"),
+        Some("step[...] annotations".to_string())
+    );
     assert_eq!(
         kind("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)"),
-        Some("execute_... annotations")
+        Some("execute_... annotations".to_string())
     );
     assert_eq!(
         kind("execute_context_1(888_788544)_generation_0(0)"),
-        Some("execute_... annotations")
+        Some("execute_... annotations".to_string())
     );
-    assert_eq!(kind("ProfilerStep#6"), Some("ProfilerStep annotations"));
+    assert_eq!(
+        kind("ProfilerStep#6"),
+        Some("ProfilerStep annotations".to_string())
+    );
     assert_eq!(kind("execute_model"), None);
     assert_eq!(kind("capture_32_DECODE"), None);
 }
