@@ -222,6 +222,16 @@ fn stage_of_trace(
     let (steps, host_windows) = split_steps(&sweep, &found.windows, causes, first_op);
 
     let (span_start, span_end) = sweep.span;
+    let mut notes = found.notes;
+    if let Some(early) = steps.first().map(|s| span_start - s.start).filter(|&d| d > 0) {
+        // The first launch precedes the first GPU op: the step's wall time holds idle
+        // the span does not, so the steps' walls sum to more than the span.
+        notes.push(format!(
+            "the first step starts {:.3} µs before the stage's first GPU op (at its first \
+             launch): its wall time counts them as idle, the span does not",
+            ns_to_us(early)
+        ));
+    }
     let busy: Ns = sweep.busy.iter().map(|b| b.end - b.start).sum();
     let cores = merged_cores(&found.windows);
     let mut by_cause = IdleParts::default();
@@ -258,7 +268,7 @@ fn stage_of_trace(
         top_gaps,
         steps,
         source: found.source,
-        notes: found.notes,
+        notes,
     }
 }
 

@@ -310,3 +310,41 @@ fn without_markers_each_outermost_forward_call_of_the_engine_is_a_step() {
         t.notes
     );
 }
+
+#[test]
+fn a_first_step_that_starts_before_the_span_says_so_in_a_note() {
+    let mut b = TraceFixture::new();
+    b.annotation("step[DECODE bs=1]", 0, 10_000, false);
+    b.runtime("cudaLaunchKernel", 1_000, 500, 1, 1, None);
+    b.kernel("gemm_a", 3_500, 1_000, Some(1), None);
+    b.runtime("cudaLaunchKernel", 2_000, 400, 1, 2, None);
+    b.kernel("gemm_b", 4_500, 1_000, Some(2), None);
+    let t = timeline_of(&b);
+    // The span is the GPU ops' (3.5-5.5 µs); the step runs from its first launch (1 µs),
+    // so its wall time is 2.5 µs longer than the span, all of it idle before the span.
+    assert_eq!(
+        (t.span_us, t.steps[0].start_us, t.steps[0].wall_us),
+        (2.0, 1.0, 4.5)
+    );
+    assert_eq!(t.steps[0].launch_idle_us, 2.5);
+    let note = "the first step starts 2.500 µs before the stage's first GPU op (at its first \
+                launch): its wall time counts them as idle, the span does not";
+    assert!(t.notes.iter().any(|n| n == note), "{:?}", t.notes);
+}
+
+#[test]
+fn a_step_that_starts_with_its_first_gpu_op_has_no_such_note() {
+    // An op whose launch is unrecorded starts its step at the op itself.
+    let mut b = TraceFixture::new();
+    b.annotation("step[DECODE bs=1]", 0, 10_000, false);
+    b.kernel("gemm_a", 3_500, 1_000, None, None);
+    let t = timeline_of(&b);
+    assert_eq!(t.steps[0].start_us, 3.5);
+    assert!(
+        t.notes
+            .iter()
+            .all(|n| !n.contains("before the stage's first GPU op")),
+        "{:?}",
+        t.notes
+    );
+}
