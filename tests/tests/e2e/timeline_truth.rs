@@ -440,7 +440,7 @@ fn a_plugin_built_for_api_1_3_still_loads_and_the_steps_fall_back_to_the_host_ro
 #[test]
 fn make_fixtures_timeline_writes_every_scenario_with_its_ground_truth() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_make-fixtures"))
+    let out = Command::new(env!("CARGO_BIN_EXE_make-fixtures"))
         .arg("--timeline")
         .arg(dir.path())
         .output()
