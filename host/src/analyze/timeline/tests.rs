@@ -163,9 +163,14 @@ fn a_hip_blocking_copy_during_the_gap_is_sync_and_hip_launch_apis_are_launches()
     let t = timeline_of(&b);
 
     assert_eq!(t.step_source, "whole stage");
+    // The launch at 0 precedes the first GPU op at 0.1 µs.
     assert_eq!(
         t.notes,
-        ["no step markers or graph launches: the whole stage is one step"]
+        [
+            "no step markers or graph launches: the whole stage is one step",
+            "the first step starts 0.100 µs before the stage's first GPU op (at its first \
+             launch): its wall time counts them as idle, the span does not"
+        ]
     );
     assert_eq!(t.idle_by_cause.sync_us, 9.9);
     assert_eq!(t.idle_by_cause.launch_us, 0.2);
