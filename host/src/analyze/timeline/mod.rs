@@ -223,7 +223,11 @@ fn stage_of_trace(
 
     let (span_start, span_end) = sweep.span;
     let mut notes = found.notes;
-    if let Some(early) = steps.first().map(|s| span_start - s.start).filter(|&d| d > 0) {
+    if let Some(early) = steps
+        .first()
+        .map(|s| span_start - s.start)
+        .filter(|&d| d > 0)
+    {
         // The first launch precedes the first GPU op: the step's wall time holds idle
         // the span does not, so the steps' walls sum to more than the span.
         notes.push(format!(
