@@ -117,7 +117,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         families,
         fusions: fusion_catalog,
         overlap: known_paths,
-        forward_calls,
+        steps: step_catalog,
         devices: _,
     } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
@@ -196,7 +196,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         &families,
         &TimelineOptions {
             top_gaps: request.top_gaps,
-            forward_calls: &forward_calls,
+            steps: &step_catalog,
         },
     );
     let mut stages = attach_timeline(stages, timelines);

@@ -8,6 +8,9 @@
 //!   origin's file and exports it through the plugin API (`fusion_registry`), the host
 //!   embeds `torch.toml`, and [`load_fusions`] merges and validates them;
 //! * [`overlap`]: known overlap paths (`overlap.toml`);
+//! * [`steps`]: step markers and forward calls (`steps.toml`, the host's, and
+//!   `steps/<origin>.toml`, which each engine plugin embeds and exports through the plugin
+//!   API, `step_catalog`), merged by [`load_steps`];
 //! * [`devices`]: GPU peaks, bandwidths and `deviceProperties` names (`devices.toml`);
 //! * [`pattern`]: the token and pattern language all three share;
 //!
@@ -35,7 +38,7 @@ pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
-pub use steps::{load_forward_calls, ForwardCall, ForwardCalls};
+pub use steps::{load_steps, merge_steps, ForwardCall, StepCatalog, StepMarker, StepSource};
 
 /// Every catalog file of a run, parsed and validated.
 #[derive(Clone, Debug)]
@@ -43,7 +46,7 @@ pub struct Catalog {
     pub families: FamilyRules,
     pub fusions: FusionCatalog,
     pub overlap: KnownPaths,
-    pub forward_calls: ForwardCalls,
+    pub steps: StepCatalog,
     pub devices: DeviceTable,
 }
 
@@ -56,7 +59,7 @@ impl Catalog {
         Ok(Catalog {
             families: load_families(dir)?,
             overlap: load_known_paths(dir)?,
-            forward_calls: load_forward_calls(dir)?,
+            steps: load_steps(dir, plugins)?,
             devices: load_devices(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
@@ -96,7 +99,7 @@ mod tests {
         assert!(!catalog.families.rules.is_empty());
         assert!(!catalog.overlap.paths.is_empty());
         assert!(!catalog.fusions.rules.is_empty());
-        assert!(!catalog.forward_calls.calls.is_empty());
+        assert!(!catalog.steps.markers.is_empty());
         assert!(!catalog.devices.devices.is_empty());
     }
 
