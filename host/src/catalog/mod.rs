@@ -19,6 +19,7 @@
 
 use std::path::Path;
 
+pub mod collectives;
 pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
@@ -27,6 +28,7 @@ pub mod steps;
 
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
+pub use collectives::{load_collectives, CollectiveRules};
 pub use families::{load_families, parse_families, FamilyRule, FamilyRules};
 pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
@@ -41,6 +43,8 @@ pub struct Catalog {
     pub fusions: FusionCatalog,
     pub overlap: KnownPaths,
     pub forward_calls: ForwardCalls,
+    /// The collectives `--all-ranks` matches across ranks (`collectives.toml`).
+    pub collectives: CollectiveRules,
 }
 
 impl Catalog {
@@ -52,6 +56,7 @@ impl Catalog {
             families: load_families(dir)?,
             overlap: load_known_paths(dir)?,
             forward_calls: load_forward_calls(dir)?,
+            collectives: load_collectives(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }
