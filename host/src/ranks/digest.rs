@@ -266,15 +266,18 @@ fn stretch(
     stretch
 }
 
-/// The Python frames of a trace, by thread, in start order (for the stretches' host
-/// side: one sort per rank, a binary search per stretch).
+/// One Python frame: start, end, name.
+type FrameSpan = (Ns, Ns, Sym);
+
+/// The Python frames of a trace, by thread (pid, tid), in start order (for the
+/// stretches' host side: one sort per rank, a binary search per stretch).
 struct ThreadFrames {
-    by_thread: FxHashMap<(Sym, Sym), Vec<(Ns, Ns, Sym)>>,
+    by_thread: FxHashMap<(Sym, Sym), Vec<FrameSpan>>,
 }
 
 impl ThreadFrames {
     fn of(trace: &Trace) -> ThreadFrames {
-        let mut by_thread: FxHashMap<(Sym, Sym), Vec<(Ns, Ns, Sym)>> = FxHashMap::default();
+        let mut by_thread: FxHashMap<(Sym, Sym), Vec<FrameSpan>> = FxHashMap::default();
         for f in &trace.py_frames {
             by_thread
                 .entry((f.pid, f.tid))

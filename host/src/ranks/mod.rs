@@ -30,6 +30,9 @@ use crate::triage::{load_plugins, run_observed, TriageRequest};
 
 use digest::RankDigest;
 
+/// One rank's outcome: its own report and its digest; `None` until its worker is done.
+type RankSlot = Option<Result<(Report, RankDigest)>>;
+
 pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     let ranks = discover_ranks(&request.input)?;
     if ranks.is_empty() {
@@ -42,8 +45,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     let rules = load_collectives(request.catalog.as_deref())?;
     let (workers, worker_note) = workers_for(request, ranks.len());
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<(Report, RankDigest)>>>> =
-        Mutex::new((0..ranks.len()).map(|_| None).collect());
+    let results: Mutex<Vec<RankSlot>> = Mutex::new((0..ranks.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| loop {
