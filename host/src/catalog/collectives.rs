@@ -152,7 +152,7 @@ mod tests {
             ("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", Some("all_to_all")),
             ("void cross_device_reduce_2stage<__nv_bfloat16, 2>(RankData*, RankSignals, Signal*, __nv_bfloat16*, int, int)", Some("all_reduce")),
             // The B200 vLLM trace's symmetric-memory all-reduce.
-            ("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long, unsigned int**, unsigned long, unsigned long, unsigned long)", Some("all_reduce")),
+            ("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long, unsigned int**, unsigned long, unsigned long)", Some("all_reduce")),
             ("void c10d::symmetric_memory::two_shot_all_reduce_kernel<c10::BFloat16, 16>", Some("all_reduce")),
             ("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<bf16>", Some("all_reduce")),
             ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*)", Some("ep_dispatch")),
@@ -165,6 +165,23 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(rules.family_of(name), want, "{name}");
         }
+    }
+
+    #[test]
+    fn the_b200_vllm_traces_multimem_all_reduce_kernels_are_all_reduce_collectives() {
+        let path = crate::testutil::shared_trace_path("AMD-AGI__TraceLens__eager_trace.json.gz");
+        let trace = crate::trace::read::read_trace(&path, &mut |_| {}).unwrap();
+        let rules = load_collectives(None).unwrap();
+        let mut multimem = 0;
+        for op in &trace.gpu_ops {
+            let name = trace.name(op.name);
+            if name.contains("multimem_all_reduce_kernel") {
+                assert_eq!(rules.family_of(name), Some("all_reduce"), "{name}");
+                multimem += 1;
+            }
+        }
+        // Kineto wrote 73 of them (one per layer call of the step).
+        assert_eq!(multimem, 73);
     }
 
     #[test]
