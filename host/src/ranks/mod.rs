@@ -34,6 +34,12 @@ use digest::RankDigest;
 type RankSlot = Option<Result<(Report, RankDigest)>>;
 
 pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
+    if request.mapping_input.is_some() {
+        return Err(TriageError::Usage(
+            "--all-ranks compares the ranks of one run; it cannot be combined with --mapping-input/--formal-input"
+                .to_string(),
+        ));
+    }
     let ranks = discover_ranks(&request.input)?;
     if ranks.is_empty() {
         return Err(TriageError::input(
@@ -168,12 +174,16 @@ fn workers_for(request: &TriageRequest, ranks: usize) -> (usize, String) {
         _ => usize::MAX,
     };
     let workers = cores.min(by_memory).min(ranks).max(1);
-    let memory = available.map_or("unknown".to_string(), |b| {
-        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-    });
+    // Cores and the worker count only: the memory figure itself changes from run to run,
+    // and the same input must give the same report.
+    let limit = if by_memory < cores.min(ranks) {
+        ", fewer than the cores: memory available holds no more ranks at once"
+    } else {
+        ""
+    };
     (
         workers,
-        format!("all ranks: {ranks} ranks triaged by {workers} workers ({cores} cores, memory available {memory})"),
+        format!("all ranks: {ranks} ranks triaged by {workers} workers ({cores} cores{limit})"),
     )
 }
 

@@ -146,3 +146,35 @@ fn rank_all_is_all_ranks_and_the_sections_are_rendered() {
         assert!(text.contains(heading), "{heading} missing:\n{text}");
     }
 }
+
+#[test]
+fn all_ranks_on_a_single_file_or_with_a_mapping_trace_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = write_rank_runs(dir.path()).unwrap().remove(0);
+    let file = truth.files[0].display().to_string();
+    let out = llm_triage()
+        .args(["--input", &file, "--all-ranks"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&file) && err.contains("profile directory"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let dir_arg = truth.dir.display().to_string();
+    let out = llm_triage()
+        .args([
+            "--formal-input",
+            &dir_arg,
+            "--mapping-input",
+            &file,
+            "--rank",
+            "all",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--all-ranks"));
+}
