@@ -4,6 +4,11 @@
 #
 #   scripts/bench.sh [SIZE_MB] [RUNS]      one size (defaults: 200 MB of JSON, 3 runs)
 #   scripts/bench.sh --scaling [RUNS]      100, 300 and 1000 MB: a table of time and memory
+#   scripts/bench.sh --ranks N [RUNS]      N ranks of 250 MB each (one file per rank, named
+#                                          rank<r>.pt.trace.json.gz): `--all-ranks` on their
+#                                          directory against one rank's triage; its time as a
+#                                          multiple of one rank's, and peak RSS against the
+#                                          total JSON (issue 19: <= 2.3x and <= 0.25x for 4)
 #
 # Options (before the sizes): --source FILE tiles another trace (default: the B200 vLLM
 # trace in ../shared/traces); --keep DIR leaves the tiled traces there.
@@ -21,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 source_trace=../shared/traces/AMD-AGI__TraceLens__eager_trace.json.gz
 keep=""
-while [[ $# -gt 0 && $1 == --* && $1 != --scaling ]]; do
+while [[ $# -gt 0 && $1 == --* && $1 != --scaling && $1 != --ranks ]]; do
     case $1 in
     --source) source_trace=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
@@ -29,7 +34,12 @@ while [[ $# -gt 0 && $1 == --* && $1 != --scaling ]]; do
     esac
 done
 scaling=false
-if [[ ${1:-} == --scaling ]]; then
+ranks=0
+if [[ ${1:-} == --ranks ]]; then
+    ranks=$2
+    runs=${3:-3}
+    sizes=()
+elif [[ ${1:-} == --scaling ]]; then
     scaling=true
     shift
     sizes=(100 300 1000)
@@ -90,6 +100,46 @@ bench_size() {
     echo "$json_bytes $zcat_s $triage_s $rss_kb" >> "$work/rows"
     [[ -n $keep ]] || rm -f "$gz"
 }
+
+# N ranks of 250 MB: --all-ranks on the directory against rank 0 alone.
+bench_ranks() {
+    local n=$1
+    local rdir="$dir/ranks"
+    mkdir -p "$rdir"
+    local json_total=0
+    for r in $(seq 0 $((n - 1))); do
+        read -r json_bytes _ _ _ < <(
+            ./target/release/examples/tile_trace --size-mb 250 --out "$rdir/rank$r.pt.trace.json.gz" \
+                --source "$source_trace"
+        )
+        json_total=$((json_total + json_bytes))
+    done
+    : > "$work/one.txt"
+    : > "$work/all.txt"
+    for _ in $(seq "$runs"); do
+        timed "$work/one.txt" "$triage" --framework vllm --input "$rdir/rank0.pt.trace.json.gz" --format json
+        timed "$work/all.txt" "$triage" --framework vllm --input "$rdir" --all-ranks --format json
+    done
+    local one_s all_s rss_kb
+    one_s=$(cut -d' ' -f1 "$work/one.txt" | median)
+    all_s=$(cut -d' ' -f1 "$work/all.txt" | median)
+    rss_kb=$(cut -d' ' -f2 "$work/all.txt" | sort -n | tail -1)
+    echo "runs (wall s max-RSS-KB): one rank  $(paste -sd';' "$work/one.txt")" >&2
+    echo "                          all ranks $(paste -sd';' "$work/all.txt")" >&2
+    awk -v j="$json_total" -v n="$n" -v o="$one_s" -v a="$all_s" -v r="$rss_kb" -v k="$runs" 'BEGIN {
+        printf "ranks                  %d x 250 MB = %.1f MB of JSON\n", n, j / 1e6
+        printf "one rank median        %.2f s  (%d runs, alternating)\n", o, k
+        printf "all ranks median       %.2f s\n", a
+        printf "all / one              %.2fx\n", a / o
+        printf "peak RSS (all ranks)   %.0f MB = %.3fx the total JSON\n", r / 1024, r * 1024 / j
+    }'
+    [[ -n $keep ]] || rm -rf "$rdir"
+}
+
+if [[ $ranks -gt 0 ]]; then
+    bench_ranks "$ranks"
+    exit 0
+fi
 
 : > "$work/rows"
 for size in "${sizes[@]}"; do

@@ -26,6 +26,7 @@ pub mod error;
 pub mod exit;
 pub(crate) mod output;
 pub mod plugins;
+pub(crate) mod ranks;
 pub mod report;
 #[cfg(test)]
 pub(crate) mod testutil;

@@ -53,6 +53,9 @@ pub(crate) struct TriageRequest {
     pub run_logs: Vec<PathBuf>,
     /// `--pid-substring`: keep only GPU ops whose pid contains this (`trace::pid_filter`).
     pub pid_substring: Option<String>,
+    /// `--all-ranks` (`--rank all`): every rank of the input, each triaged on its own,
+    /// then compared (`ranks`).
+    pub all_ranks: bool,
 }
 
 /// Files smaller than this read too fast for a progress bar to help.
@@ -106,20 +109,48 @@ fn staged_traces<'a>(traces: &'a [Trace], prepared: &'a Prepared<'_>) -> Vec<Sta
 }
 
 pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
+    if request.all_ranks {
+        return crate::ranks::run(request);
+    }
+    run_observed(request, None, &mut |_| {})
+}
+
+/// What one triage hands an observer before its traces are dropped: the all-ranks
+/// analysis digests each rank from this (`ranks::digest`).
+pub(crate) struct Observed<'a> {
+    pub staged: &'a [StagedTrace<'a>],
+    pub locator: &'a Locator,
+    pub report: &'a Report,
+}
+
+/// One triage; `plugins` already loaded (else loaded here), `observe` called once with
+/// the read traces and the finished report.
+pub(crate) fn run_observed(
+    request: &TriageRequest,
+    plugins: Option<&PluginSet>,
+    observe: &mut dyn FnMut(&Observed<'_>),
+) -> Result<Report> {
     let mut traces_set = discover(&request.input, request.rank)?;
     let mut mapping_set = match &request.mapping_input {
         Some(path) => Some(discover(path, request.rank)?),
         None => None,
     };
     let log_notes = check_run_logs(request, &traces_set, mapping_set.as_ref())?;
-    let plugin_set = load_plugins(&request.plugin_dirs)?;
+    let loaded;
+    let plugin_set = match plugins {
+        Some(set) => set,
+        None => {
+            loaded = load_plugins(&request.plugin_dirs)?;
+            &loaded
+        }
+    };
     let Catalog {
         families,
         fusions: fusion_catalog,
         overlap: known_paths,
         steps: step_catalog,
-        devices: _,
-    } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
+        ..
+    } = Catalog::load(request.catalog.as_deref(), plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
     sets.extend(mapping_set.as_mut());
@@ -133,12 +164,12 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         keep_pids(mapping_traces, request.pid_substring.as_deref())?;
     pid_notes.extend(mapping_pid_notes);
 
-    let formal = prepare(&plugin_set, &request.framework, &traces_set, &traces)?;
+    let formal = prepare(plugin_set, &request.framework, &traces_set, &traces)?;
     let selection = &formal.selection;
     let engine = selection.engine;
     let mapping = match &mapping_set {
         Some(set) => Some(prepare(
-            &plugin_set,
+            plugin_set,
             &request.framework,
             set,
             &mapping_traces,
@@ -212,7 +243,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(mapping_set.iter().flat_map(|m| m.notes.iter().cloned()));
     notes.extend(read_notes(&traces));
     notes.extend(read_notes(&mapping_traces));
-    notes.extend(plugin_notes(&plugin_set));
+    notes.extend(plugin_notes(plugin_set));
     notes.extend(pid_notes);
     notes.extend(log_notes);
     let all_linked = formal
@@ -228,7 +259,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         }
     }
 
-    Ok(Report {
+    let report = Report {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         mode: if mapping.is_some() {
@@ -251,7 +282,16 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             .map(|set| input_infos(set, &mapping_traces))
             .unwrap_or_default(),
         overlap_stages,
-    })
+        ranks: Vec::new(),
+        collectives: Vec::new(),
+        stragglers: Vec::new(),
+    };
+    observe(&Observed {
+        staged: &staged,
+        locator: &formal.locator,
+        report: &report,
+    });
+    Ok(report)
 }
 
 /// The diffusion-backend gate over `--run-log` and the logs beside the traces; the notes

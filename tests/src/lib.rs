@@ -15,6 +15,7 @@
 pub mod compiled_tp;
 pub mod emulator;
 mod engines;
+pub mod ranks;
 pub mod timeline;
 
 use std::collections::BTreeMap;

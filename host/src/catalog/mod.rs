@@ -24,6 +24,7 @@
 use std::path::Path;
 
 pub mod devices;
+pub mod collectives;
 pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
@@ -33,6 +34,7 @@ pub mod steps;
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
 pub use devices::{load_devices, DeviceTable};
+pub use collectives::{load_collectives, CollectiveRules};
 pub use families::{load_families, parse_families, FamilyRule, FamilyRules};
 pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
@@ -48,6 +50,8 @@ pub struct Catalog {
     pub overlap: KnownPaths,
     pub steps: StepCatalog,
     pub devices: DeviceTable,
+    /// The collectives `--all-ranks` matches across ranks (`collectives.toml`).
+    pub collectives: CollectiveRules,
 }
 
 impl Catalog {
@@ -61,6 +65,7 @@ impl Catalog {
             overlap: load_known_paths(dir)?,
             steps: load_steps(dir, plugins)?,
             devices: load_devices(dir)?,
+            collectives: load_collectives(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }

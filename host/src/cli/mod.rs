@@ -175,6 +175,22 @@ pub enum CatalogFormat {
     Json,
 }
 
+/// `--rank N` or `--rank all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RankArg {
+    One(u32),
+    All,
+}
+
+fn parse_rank(text: &str) -> Result<RankArg, String> {
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(RankArg::All);
+    }
+    text.parse()
+        .map(RankArg::One)
+        .map_err(|_| format!("expected a rank number or `all`, got {text:?}"))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     Markdown,
@@ -204,9 +220,15 @@ pub struct TriageArgs {
     #[arg(long, value_name = "NAME", default_value = "auto")]
     pub framework: String,
 
-    /// Analyse this TP rank instead of rank 0 when a directory holds several.
-    #[arg(long, value_name = "N")]
-    pub rank: Option<u32>,
+    /// Analyse this TP rank instead of rank 0 when a directory holds several; `all` is
+    /// --all-ranks.
+    #[arg(long, value_name = "N|all", value_parser = parse_rank)]
+    pub rank: Option<RankArg>,
+
+    /// Read every rank of the profile directory (in parallel) and compare them: clock
+    /// offsets, each collective's transfer vs wait, and per step the straggler and why.
+    #[arg(long)]
+    pub all_ranks: bool,
 
     /// Hide kernel rows below this share of their stage's GPU time.
     #[arg(

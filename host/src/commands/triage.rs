@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use super::capture_options::capture_options;
 use crate::capture::{self, Sources};
-use crate::cli::{GlobalArgs, OutputFormat, TriageArgs};
+use crate::cli::{GlobalArgs, OutputFormat, RankArg, TriageArgs};
 use crate::error::{Result, TriageError};
 use crate::output::{print_stdout, refuse_overwriting_inputs, write_text};
 use crate::report::{self, Format};
@@ -31,7 +31,11 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         input: inputs.input,
         mapping_input: inputs.mapping_input,
         framework: inputs.framework,
-        rank: args.rank,
+        rank: match args.rank {
+            Some(RankArg::One(n)) => Some(n),
+            _ => None,
+        },
+        all_ranks: args.all_ranks || args.rank == Some(RankArg::All),
         min_share_pct: args.min_share,
         kernel_table_limit: args.kernel_table_limit,
         overlap_table_limit: args.overlap_table_limit,

@@ -4,6 +4,7 @@ pub(crate) mod escape;
 pub(crate) mod json;
 pub(crate) mod markdown;
 pub mod model;
+mod ranks;
 pub(crate) mod text;
 mod timeline;
 mod view;

@@ -37,6 +37,18 @@ pub struct Report {
     /// Per stage, what the overlap sweep measured and what the reader should know about
     /// the overlap rows (`stages[].overlap`), in stage order.
     pub overlap_stages: Vec<OverlapStage>,
+    /// `--all-ranks` only (absent from the JSON otherwise): every rank's clock offset and
+    /// per-stage busy, idle, collective and wait time (`ranks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankRow>,
+    /// `--all-ranks` only: the matched collectives per stage and family, split into
+    /// transfer and wait.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<CollectiveRow>,
+    /// `--all-ranks` only: per step, the rank that arrived last at its most skewed
+    /// collective, when it was at least 5 µs late, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stragglers: Vec<StragglerRow>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -410,4 +422,94 @@ pub struct StepOutlier {
     pub part: String,
     /// That part's excess over its median.
     pub grew_us: f64,
+}
+
+/// One rank of an `--all-ranks` run (`ranks`). Collective times come from the
+/// collectives matched on every rank (`catalog/collectives.toml`); each rank's own times
+/// are on its own clock.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RankRow {
+    /// The rank its file name carries (or its place in the input order).
+    pub rank: u32,
+    pub file: String,
+    /// This rank's clock minus the reference rank's (the lowest): the median over matched
+    /// collectives of the difference of their end times (a synchronising collective
+    /// ends within a few µs on every rank). 0 for the reference rank.
+    pub clock_offset_us: f64,
+    /// Matched collectives this offset was estimated from.
+    pub offset_samples: usize,
+    pub stages: Vec<RankStage>,
+}
+
+/// One stage of one rank.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RankStage {
+    pub stage: String,
+    /// The rank's own timeline: union of the time any GPU op of the stage ran.
+    pub busy_us: f64,
+    /// The rank's own timeline: span less busy.
+    pub idle_us: f64,
+    /// Sum of the steps' exposed communication (a communication kernel ran and no
+    /// compute kernel did), from the rank's own timeline.
+    pub exposed_comm_us: f64,
+    /// Exact sum of the durations of the rank's matched collectives.
+    pub comm_us: f64,
+    /// The waiting part of `comm_us`: per matched collective, its duration on this rank
+    /// less the shortest duration across ranks; `comm_us - wait_us` is transfer.
+    pub wait_us: f64,
+    /// Median and 90th percentile of the rank's step wall times.
+    pub step_p50_us: f64,
+    pub step_p90_us: f64,
+    /// Steps in which this rank was the straggler (`stragglers`).
+    pub late_steps: usize,
+}
+
+/// The matched collectives of one stage and family, across all ranks.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CollectiveRow {
+    pub stage: String,
+    /// `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`, `broadcast`,
+    /// `ep_dispatch` or `ep_combine`.
+    pub family: String,
+    /// Collectives matched on every rank (each counted once, not once per rank).
+    pub count: usize,
+    /// Sum over collectives and ranks of the transfer part: the shortest duration of the
+    /// collective across ranks. `transfer_us + wait_us` is exactly the sum of every
+    /// rank's measured durations.
+    pub transfer_us: f64,
+    /// Sum over collectives and ranks of each rank's duration less that shortest one.
+    pub wait_us: f64,
+    /// `100 * wait_us / (transfer_us + wait_us)`: the share of communication time that
+    /// was waiting for another rank.
+    pub wait_share_pct: f64,
+    /// Start skew of a collective: its latest start less its earliest start across
+    /// ranks, clocks aligned. Median, 90th percentile and maximum over the collectives.
+    pub skew_p50_us: f64,
+    pub skew_p90_us: f64,
+    pub skew_max_us: f64,
+}
+
+/// The straggler of one step.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StragglerRow {
+    pub stage: String,
+    /// The step's index in the reference rank's timeline (0-based).
+    pub step: usize,
+    /// The rank that started the step's most skewed collective last.
+    pub rank: u32,
+    /// That collective's start skew: how much later the straggler started it than the
+    /// earliest rank (clocks aligned).
+    pub late_us: f64,
+    /// The collective: its ordinal within the step (0-based, per family) and family.
+    pub collective: usize,
+    pub family: String,
+    /// Median over the other ranks of their wait in that collective.
+    pub others_wait_us: f64,
+    /// What the straggler did before it arrived, against the other ranks' median in the
+    /// same stretch (since the previous matched collective, or the step's start):
+    /// `kernels` (its kernels ran longer), `launch` (the GPU idled waiting for a launch
+    /// with the host in no frame of its own) or `python` (the host ran a Python frame).
+    pub cause: String,
+    /// The kernel that grew most, the launch call, or the frame as `path:line function`.
+    pub detail: String,
 }

@@ -72,6 +72,9 @@ pub(super) fn report(stages: Vec<StageReport>) -> Report {
         mapping_framework: None,
         mapping_inputs: Vec::new(),
         overlap_stages: Vec::new(),
+        ranks: Vec::new(),
+        collectives: Vec::new(),
+        stragglers: Vec::new(),
     }
 }
 

@@ -16,6 +16,10 @@
 //! `make-fixtures --timeline OUT_DIR` writes the timeline scenarios (injected host
 //! delays, sync waits, launch-bound stretches and in-graph gaps, CUDA and HIP) as
 //! `OUT_DIR/<scenario>/<trace>` with `ground_truth.json` beside each.
+//!
+//! `make-fixtures --ranks OUT_DIR` writes the multi-rank runs (2, 4 and 8 ranks of one
+//! SGLang decode capture, own clocks, injected lateness) as `OUT_DIR/<run>/` with one
+//! trace per rank and `ground_truth.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,8 +34,9 @@ fn main() -> ExitCode {
         [out] => (out, write_example),
         [flag, out] if flag == "--matrix" => (out, llm_triage_tests::write_matrix),
         [flag, out] if flag == "--timeline" => return write_timeline(Path::new(out)),
+        [flag, out] if flag == "--ranks" => return write_ranks(Path::new(out)),
         _ => {
-            eprintln!("usage: make-fixtures [--matrix | --timeline] OUT_DIR");
+            eprintln!("usage: make-fixtures [--matrix | --timeline | --ranks] OUT_DIR");
             return ExitCode::from(2);
         }
     };
@@ -69,6 +74,27 @@ fn write_timeline(out: &Path) -> ExitCode {
                     truth.trace.display(),
                     truth.steps.len(),
                     truth.delays.len()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("make-fixtures: cannot write {}: {e}", out.display());
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn write_ranks(out: &Path) -> ExitCode {
+    match llm_triage_tests::ranks::write_rank_runs(out) {
+        Ok(truths) => {
+            for truth in truths {
+                println!(
+                    "{}: {} ranks, {} collectives, {} injected stragglers",
+                    truth.dir.display(),
+                    truth.files.len(),
+                    truth.collectives.len(),
+                    truth.stragglers.len()
                 );
             }
             ExitCode::SUCCESS

@@ -83,6 +83,31 @@ pub fn discover(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError
     }
 }
 
+/// The end of the note that names ranks left out (`rank 1 not analysed (pass --rank N)`);
+/// the all-ranks report drops it, having read them.
+pub const OTHER_RANKS_HINT: &str = "not analysed (pass --rank N)";
+
+/// Every rank the trace names of a profile directory carry, in order (the files that
+/// would compete in [`discover`]); empty for a single file or names without ranks.
+pub fn discover_ranks(input: &Path) -> Result<Vec<u32>, TriageError> {
+    let meta = fs::metadata(input).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => TriageError::input(input, "no such file or directory"),
+        _ => TriageError::input(input, format!("cannot access: {e}")),
+    })?;
+    if !meta.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut notes = Vec::new();
+    let (found, not_traces) = walk(input, &mut notes)?;
+    if found.is_empty() {
+        return Err(no_traces(input, &not_traces));
+    }
+    let candidates = choose_layout(input, found, &mut notes);
+    let candidates = prefer_real_traces(candidates, &mut notes);
+    let ranks: BTreeSet<u32> = candidates.iter().filter_map(|f| f.rank).collect();
+    Ok(ranks.into_iter().collect())
+}
+
 fn discover_file(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError> {
     let file = TraceFile {
         path: input.to_path_buf(),
@@ -396,10 +421,7 @@ fn choose_rank(
     let others: BTreeSet<u32> = ranks.iter().copied().filter(|r| *r != chosen).collect();
     if !others.is_empty() {
         let word = if others.len() == 1 { "rank" } else { "ranks" };
-        notes.push(format!(
-            "{word} {} not analysed (pass --rank N)",
-            rank_list(&others)
-        ));
+        notes.push(format!("{word} {} {OTHER_RANKS_HINT}", rank_list(&others)));
     }
     let stages_with_rank: HashSet<Stage> = candidates
         .iter()

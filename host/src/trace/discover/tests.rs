@@ -588,3 +588,26 @@ fn server_args_of_the_capture_root_serve_its_stage_directories() {
         );
     }
 }
+
+#[test]
+fn discover_ranks_lists_every_rank_of_the_competing_files_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for r in [0, 1, 2, 5] {
+        put(
+            root,
+            &format!("1761.5-TP-{r}-DECODE.trace.json.gz"),
+            TRACE,
+            10,
+        );
+    }
+    // A merged trace's rank and a nested older run's do not count.
+    put(root, "merged-TP-9.trace.json", TRACE, 0);
+    put(root, "old/1760.1-TP-7.trace.json.gz", TRACE, 100);
+    assert_eq!(discover_ranks(root).unwrap(), [0, 1, 2, 5]);
+    let file = root.join("1761.5-TP-1-DECODE.trace.json.gz");
+    assert!(discover_ranks(&file).unwrap().is_empty());
+    let empty = tempfile::tempdir().unwrap();
+    let error = discover_ranks(empty.path()).unwrap_err().one_line();
+    assert!(error.contains("no trace files found"), "{error}");
+}

@@ -1,0 +1,314 @@
+//! One rank, digested while its traces are still in memory: per stage, the numbers of
+//! its own timeline, and every collective kernel (`catalog/collectives.toml`) with its
+//! place in the step and what the rank did since its previous collective. The traces are
+//! dropped after this, so several ranks never have to be held at once.
+//!
+//! A collective's key is (step, family, stream ordinal, ordinal): the step from the
+//! rank's own timeline (markers, graph launches or forward calls), its stream's place
+//! among the streams that ran collectives (stream ids differ between processes), and its
+//! ordinal among the collectives of that family and stream within the step (graph
+//! replays keep node order, so replayed collectives count like eager ones).
+
+use rustc_hash::FxHashMap;
+
+use crate::analyze::kernels::busiest_gpu_pid;
+use crate::catalog::CollectiveRules;
+use crate::report::model::StageTimeline;
+use crate::trace::event::{GpuKind, Ns, Sym, Trace};
+use crate::trace::names::canonical_name;
+use crate::trace::stage::Stage;
+use crate::triage::Observed;
+
+/// A collective's place, the same on every rank that ran it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct CollectiveKey {
+    pub step: usize,
+    pub family: String,
+    pub stream_ordinal: usize,
+    pub ordinal: usize,
+}
+
+/// One collective kernel on one rank (its own clock).
+#[derive(Clone, Debug)]
+pub(super) struct Collective {
+    pub key: CollectiveKey,
+    pub start: Ns,
+    pub end: Ns,
+    pub before: Stretch,
+}
+
+/// What a rank did from its previous collective's end (or its first GPU op) to this
+/// collective's start.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Stretch {
+    /// Time some non-collective GPU op ran (union).
+    pub busy: Ns,
+    /// The stretch less `busy`.
+    pub idle: Ns,
+    /// Non-collective GPU time by canonical kernel name, largest first (at most
+    /// [`KERNELS_KEPT`]).
+    pub kernels: Vec<(String, Ns)>,
+    /// The longest idle gap: the launch call of the op after it and the engine Python
+    /// frame that ran (and ended) on the launching thread between the gap's start and
+    /// that launch, with how long it overlapped the gap.
+    pub launch: Option<String>,
+    pub python: Option<(String, Ns)>,
+}
+
+/// Kernel names a stretch keeps.
+const KERNELS_KEPT: usize = 8;
+
+/// One stage of one rank.
+#[derive(Clone, Debug)]
+pub(super) struct StageDigest {
+    pub stage: String,
+    pub timeline: StageTimeline,
+    pub collectives: Vec<Collective>,
+    /// Collectives outside every step (not matched).
+    pub outside_steps: usize,
+}
+
+/// One rank.
+#[derive(Clone, Debug)]
+pub(super) struct RankDigest {
+    pub rank: u32,
+    pub file: String,
+    pub stages: Vec<StageDigest>,
+}
+
+/// The digest of one rank's triage.
+pub(super) fn digest(observed: &Observed<'_>, rules: &CollectiveRules, rank: u32) -> RankDigest {
+    let report = observed.report;
+    let file = report
+        .inputs
+        .iter()
+        .map(|i| i.path.clone())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut stages = Vec::new();
+    for stage_report in &report.stages {
+        let Some(timeline) = &stage_report.timeline else {
+            continue;
+        };
+        let steps: Vec<(Ns, Ns)> = timeline
+            .steps
+            .iter()
+            .map(|s| {
+                let start = (s.start_us * 1000.0).round() as Ns;
+                (start, start + (s.wall_us * 1000.0).round() as Ns)
+            })
+            .collect();
+        let mut collectives = Vec::new();
+        let mut outside_steps = 0;
+        for staged in observed.staged {
+            let found = stage_collectives(
+                staged.trace,
+                &staged.split.stages,
+                &stage_report.stage,
+                rules,
+                &steps,
+                observed,
+            );
+            outside_steps += found.1;
+            collectives.extend(found.0);
+        }
+        stages.push(StageDigest {
+            stage: stage_report.stage.clone(),
+            timeline: timeline.clone(),
+            collectives,
+            outside_steps,
+        });
+    }
+    RankDigest { rank, file, stages }
+}
+
+/// The collectives of one stage of one trace, keyed, with their stretches; and how many
+/// fell outside every step.
+fn stage_collectives(
+    trace: &Trace,
+    stages: &[Stage],
+    label: &str,
+    rules: &CollectiveRules,
+    steps: &[(Ns, Ns)],
+    observed: &Observed<'_>,
+) -> (Vec<Collective>, usize) {
+    let Some(pid) = busiest_gpu_pid(trace) else {
+        return (Vec::new(), 0);
+    };
+    let mut families: FxHashMap<Sym, Option<String>> = FxHashMap::default();
+    // (op index, family) of the stage's GPU ops, collectives marked, in start order.
+    let mut ops: Vec<(usize, Option<String>)> = trace
+        .gpu_ops
+        .iter()
+        .enumerate()
+        .filter(|(i, op)| op.pid == pid && stages.get(*i).is_some_and(|s| s.label() == label))
+        .map(|(i, op)| {
+            let family = match op.kind {
+                GpuKind::Kernel => families
+                    .entry(op.name)
+                    .or_insert_with(|| rules.family_of(trace.name(op.name)).map(str::to_string))
+                    .clone(),
+                _ => None,
+            };
+            (i, family)
+        })
+        .collect();
+    ops.sort_by_key(|&(i, _)| (trace.gpu_ops[i].ts, i));
+    let mut streams: Vec<Option<i64>> = ops
+        .iter()
+        .filter(|(_, f)| f.is_some())
+        .map(|&(i, _)| trace.gpu_ops[i].stream)
+        .collect();
+    streams.sort_unstable();
+    streams.dedup();
+    let frames = ThreadFrames::of(trace);
+    let mut ordinals: FxHashMap<(usize, String, usize), usize> = FxHashMap::default();
+    let mut found = Vec::new();
+    let mut outside = 0;
+    let mut since = ops.first().map_or(0, |&(i, _)| trace.gpu_ops[i].ts);
+    let mut stretch_from = 0;
+    for (at, (i, family)) in ops.iter().enumerate() {
+        let Some(family) = family else { continue };
+        let op = &trace.gpu_ops[*i];
+        let before = stretch(
+            trace,
+            &ops[stretch_from..at],
+            since,
+            op.ts,
+            &frames,
+            observed,
+        );
+        since = since.max(op.end());
+        stretch_from = at + 1;
+        // The step whose window holds the op's start (windows are in time order).
+        let step = steps.partition_point(|&(start, _)| start <= op.ts);
+        let Some(step) = step.checked_sub(1).filter(|&s| op.ts <= steps[s].1) else {
+            outside += 1;
+            continue;
+        };
+        let stream_ordinal = streams.partition_point(|s| *s < op.stream);
+        let counter = ordinals
+            .entry((step, family.clone(), stream_ordinal))
+            .or_default();
+        let ordinal = *counter;
+        *counter += 1;
+        found.push(Collective {
+            key: CollectiveKey {
+                step,
+                family: family.clone(),
+                stream_ordinal,
+                ordinal,
+            },
+            start: op.ts,
+            end: op.end(),
+            before,
+        });
+    }
+    (found, outside)
+}
+
+/// The stretch `[from, to)` over the non-collective ops listed (start order).
+fn stretch(
+    trace: &Trace,
+    ops: &[(usize, Option<String>)],
+    from: Ns,
+    to: Ns,
+    frames: &ThreadFrames,
+    observed: &Observed<'_>,
+) -> Stretch {
+    let mut busy = 0;
+    let mut covered = from;
+    let mut longest_gap: (Ns, Ns, Option<usize>) = (0, from, None);
+    let mut kernels: Vec<(String, Ns)> = Vec::new();
+    for &(i, _) in ops.iter().filter(|(_, f)| f.is_none()) {
+        let op = &trace.gpu_ops[i];
+        let (start, end) = (op.ts.max(from), op.end().min(to));
+        if end <= start {
+            continue;
+        }
+        if start > covered && start - covered > longest_gap.0 {
+            longest_gap = (start - covered, covered, Some(i));
+        }
+        if end > covered {
+            busy += end - start.max(covered);
+            covered = end;
+        }
+        let name = canonical_name(trace.name(op.name));
+        match kernels.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 += end - start,
+            None => kernels.push((name, end - start)),
+        }
+    }
+    kernels.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    kernels.truncate(KERNELS_KEPT);
+    let span = (to - from).max(0);
+    let mut stretch = Stretch {
+        busy,
+        idle: span - busy.min(span),
+        kernels,
+        launch: None,
+        python: None,
+    };
+    if let (_, gap_start, Some(after)) = longest_gap {
+        let site = observed
+            .staged
+            .iter()
+            .find(|s| std::ptr::eq(s.trace, trace));
+        let call = site
+            .and_then(|s| s.linked.sites.get(after))
+            .and_then(|site| site.runtime)
+            .and_then(|r| trace.runtime.get(r as usize));
+        if let Some(call) = call {
+            stretch.launch = Some(trace.name(call.name).to_string());
+            stretch.python = frames.worked_before(trace, call, gap_start, observed);
+        }
+    }
+    stretch
+}
+
+/// One Python frame: start, end, name.
+type FrameSpan = (Ns, Ns, Sym);
+
+/// The Python frames of a trace, by thread (pid, tid), in start order (for the
+/// stretches' host side: one sort per rank, a binary search per stretch).
+struct ThreadFrames {
+    by_thread: FxHashMap<(Sym, Sym), Vec<FrameSpan>>,
+}
+
+impl ThreadFrames {
+    fn of(trace: &Trace) -> ThreadFrames {
+        let mut by_thread: FxHashMap<(Sym, Sym), Vec<FrameSpan>> = FxHashMap::default();
+        for f in &trace.py_frames {
+            by_thread
+                .entry((f.pid, f.tid))
+                .or_default()
+                .push((f.ts, f.end(), f.name));
+        }
+        for frames in by_thread.values_mut() {
+            frames.sort_unstable();
+        }
+        ThreadFrames { by_thread }
+    }
+
+    /// The engine frame that started after `gap_start` and ended before `call` began on
+    /// its thread (work done instead of launching), the longest; with its length.
+    fn worked_before(
+        &self,
+        trace: &Trace,
+        call: &crate::trace::event::RuntimeCall,
+        gap_start: Ns,
+        observed: &Observed<'_>,
+    ) -> Option<(String, Ns)> {
+        let frames = self.by_thread.get(&(call.pid, call.tid))?;
+        let first = frames.partition_point(|f| f.0 < gap_start);
+        frames[first..]
+            .iter()
+            .take_while(|f| f.0 < call.ts)
+            .filter(|f| f.1 <= call.ts)
+            .filter_map(|&(start, end, name)| {
+                let location = observed.locator.location(&[trace.name(name)])?;
+                Some((location, end - start))
+            })
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+    }
+}

@@ -1,0 +1,155 @@
+//! Transfer versus wait. Per matched collective the transfer is its shortest duration
+//! across ranks (the rank that arrived last waited for nobody), and each rank's wait is
+//! its duration less that; so transfer + wait is each measured duration, exactly in ns.
+//! Start skew is the latest start less the earliest, clocks aligned.
+
+use super::align::Matched;
+use super::digest::RankDigest;
+use crate::report::model::{CollectiveRow, RankRow, RankStage};
+use crate::trace::event::{ns_to_us, Ns};
+
+/// One matched collective, split.
+pub(super) struct Split {
+    /// Per rank: duration and wait.
+    pub durations: Vec<Ns>,
+    pub waits: Vec<Ns>,
+    pub transfer: Ns,
+    /// Per rank: start on the reference rank's clock.
+    pub aligned_starts: Vec<Ns>,
+    pub skew: Ns,
+}
+
+pub(super) fn split(m: &Matched<'_>, offsets: &[(Ns, usize)]) -> Split {
+    let durations: Vec<Ns> = m.per_rank.iter().map(|c| c.end - c.start).collect();
+    let transfer = durations.iter().copied().min().unwrap_or(0);
+    let aligned_starts: Vec<Ns> = m
+        .per_rank
+        .iter()
+        .zip(offsets)
+        .map(|(c, (offset, _))| c.start - offset)
+        .collect();
+    let skew =
+        aligned_starts.iter().max().unwrap_or(&0) - aligned_starts.iter().min().unwrap_or(&0);
+    Split {
+        waits: durations.iter().map(|d| d - transfer).collect(),
+        durations,
+        transfer,
+        aligned_starts,
+        skew,
+    }
+}
+
+/// The nearest-rank percentile `p` (0-100) of sorted values.
+pub(super) fn percentile(sorted: &[Ns], p: usize) -> Ns {
+    match sorted.len() {
+        0 => 0,
+        n => sorted[((p * n).div_ceil(100)).clamp(1, n) - 1],
+    }
+}
+
+/// Per stage and family: counts, transfer and wait totals, skew statistics.
+pub(super) fn collective_rows(matched: &[Matched<'_>], splits: &[Split]) -> Vec<CollectiveRow> {
+    let mut groups: Vec<((&str, &str), Vec<usize>)> = Vec::new();
+    for (i, m) in matched.iter().enumerate() {
+        let key = (m.stage, m.key.family.as_str());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((key, vec![i])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((stage, family), members)| {
+            let transfer: Ns = members
+                .iter()
+                .map(|&i| splits[i].transfer * splits[i].durations.len() as Ns)
+                .sum();
+            let wait: Ns = members
+                .iter()
+                .map(|&i| splits[i].waits.iter().sum::<Ns>())
+                .sum();
+            let mut skews: Vec<Ns> = members.iter().map(|&i| splits[i].skew).collect();
+            skews.sort_unstable();
+            CollectiveRow {
+                stage: stage.to_string(),
+                family: family.to_string(),
+                count: members.len(),
+                transfer_us: ns_to_us(transfer),
+                wait_us: ns_to_us(wait),
+                wait_share_pct: if transfer + wait > 0 {
+                    100.0 * wait as f64 / (transfer + wait) as f64
+                } else {
+                    0.0
+                },
+                skew_p50_us: ns_to_us(percentile(&skews, 50)),
+                skew_p90_us: ns_to_us(percentile(&skews, 90)),
+                skew_max_us: ns_to_us(skews.last().copied().unwrap_or(0)),
+            }
+        })
+        .collect()
+}
+
+/// Every rank's row: its offset and per stage its own timeline's numbers with its
+/// matched collectives' time and wait.
+pub(super) fn rank_rows(
+    digests: &[RankDigest],
+    offsets: &[(Ns, usize)],
+    matched: &[Matched<'_>],
+    splits: &[Split],
+) -> Vec<RankRow> {
+    digests
+        .iter()
+        .enumerate()
+        .map(|(r, digest)| RankRow {
+            rank: digest.rank,
+            file: digest.file.clone(),
+            clock_offset_us: ns_to_us(offsets[r].0),
+            offset_samples: offsets[r].1,
+            stages: digest
+                .stages
+                .iter()
+                .map(|stage| {
+                    let (comm, wait) = matched
+                        .iter()
+                        .zip(splits)
+                        .filter(|(m, _)| m.stage == stage.stage)
+                        .fold((0, 0), |(c, w), (_, s)| {
+                            (c + s.durations[r], w + s.waits[r])
+                        });
+                    let t = &stage.timeline;
+                    let exposed: Ns = t
+                        .steps
+                        .iter()
+                        .map(|s| (s.exposed_comm_us * 1000.0).round() as Ns)
+                        .sum();
+                    RankStage {
+                        stage: stage.stage.clone(),
+                        busy_us: t.busy_us,
+                        idle_us: t.idle_us,
+                        exposed_comm_us: ns_to_us(exposed),
+                        comm_us: ns_to_us(comm),
+                        wait_us: ns_to_us(wait),
+                        step_p50_us: t.step_stats.median_wall_us,
+                        step_p90_us: t.step_stats.p90_wall_us,
+                        late_steps: 0,
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_take_the_nearest_rank() {
+        let v = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+        assert_eq!(percentile(&v, 50), 5);
+        assert_eq!(percentile(&v, 90), 9);
+        assert_eq!(percentile(&v, 100), 10);
+        assert_eq!(percentile(&[7], 90), 7);
+        assert_eq!(percentile(&[], 50), 0);
+    }
+}

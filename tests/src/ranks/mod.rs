@@ -1,0 +1,224 @@
+//! Multi-rank fixtures: one SGLang decode capture of a TP run, one trace file per rank
+//! (`<id>-TP-<r>-DECODE.trace.json.gz`, as SGLang names them), written with each rank's
+//! own clock (an offset of up to ±5 ms) and with lateness injected on chosen ranks
+//! before chosen all-reduces, and `ground_truth.json` beside them.
+//!
+//! Every step runs `layers` x (RMSNorm, row GEMM, all-reduce), eager (one launch per
+//! kernel, NCCL all-reduce) or replayed from one CUDA graph (custom all-reduce). An
+//! all-reduce synchronises the ranks: on every rank it ends at the same true instant
+//! (within [`END_JITTER_NS`]), so a rank that arrives late makes every other rank wait
+//! inside the kernel. The lateness has one of three causes ([`Cause`]): a slower GEMM
+//! before the collective, a late launch (the host idles before the step's first launch),
+//! or Python work in a known engine frame before that launch. The ground truth holds,
+//! per rank, its clock offset against rank 0; per collective, every rank's true arrival
+//! and measured duration; per injected lateness, the step, rank, amount, cause and what
+//! a correct analysis names (the kernel, the launch call or the frame's location).
+
+mod writer;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+/// What made a rank late.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// The GEMM right before the collective ran longer by the lateness.
+    SlowGemm,
+    /// The step's first launch (`cudaLaunchKernel`, or the `cudaGraphLaunch`) came late
+    /// with the host in no frame of its own.
+    LaunchGap,
+    /// The host ran an engine Python frame for the lateness before the step's launch.
+    Python,
+}
+
+impl Cause {
+    /// The `cause` a correct report gives.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::SlowGemm => "kernels",
+            Cause::LaunchGap => "launch",
+            Cause::Python => "python",
+        }
+    }
+}
+
+/// One injected lateness: `rank` arrives `ns` late at collective `ordinal` (0-based
+/// within the step) of `step`. Host causes act before the step's first launch, so they
+/// go with ordinal 0.
+#[derive(Clone, Debug)]
+pub struct Lateness {
+    pub step: usize,
+    pub ordinal: usize,
+    pub rank: u32,
+    pub ns: u64,
+    pub cause: Cause,
+}
+
+/// One multi-rank run.
+#[derive(Clone, Debug)]
+pub struct RankRun {
+    /// Directory name under the output directory.
+    pub name: &'static str,
+    pub ranks: u32,
+    pub steps: usize,
+    pub layers: usize,
+    pub graph_replay: bool,
+    /// Each rank's clock minus the true clock, in ns (|offset| <= 5 ms).
+    pub offsets_ns: Vec<i64>,
+    pub lateness: Vec<Lateness>,
+    pub seed: u64,
+}
+
+/// Arrival and end spread of collectives nobody is late for, at most.
+pub const END_JITTER_NS: u64 = 300;
+
+/// File name of the ground truth beside the traces.
+pub const TRUTH_FILE: &str = "ground_truth.json";
+
+/// The 2-, 4- and 8-rank runs `make-fixtures --ranks` writes.
+pub fn rank_runs() -> Vec<RankRun> {
+    let late = |step, ordinal, rank, us: u64, cause| Lateness {
+        step,
+        ordinal,
+        rank,
+        ns: us * 1000,
+        cause,
+    };
+    vec![
+        RankRun {
+            name: "tp2-eager",
+            ranks: 2,
+            steps: 6,
+            layers: 3,
+            graph_replay: false,
+            offsets_ns: vec![1_234_567, -3_210_987],
+            lateness: vec![
+                late(1, 2, 1, 40, Cause::SlowGemm),
+                late(3, 0, 0, 75, Cause::Python),
+                late(4, 0, 1, 55, Cause::LaunchGap),
+            ],
+            seed: 21,
+        },
+        RankRun {
+            name: "tp4-graph",
+            ranks: 4,
+            steps: 8,
+            layers: 4,
+            graph_replay: true,
+            offsets_ns: vec![-250_000, 4_999_001, -4_870_333, 2_000_017],
+            lateness: vec![
+                late(1, 0, 2, 120, Cause::LaunchGap),
+                late(2, 3, 1, 30, Cause::SlowGemm),
+                late(5, 0, 3, 90, Cause::Python),
+                late(6, 1, 0, 25, Cause::SlowGemm),
+            ],
+            seed: 41,
+        },
+        RankRun {
+            name: "tp8-graph",
+            ranks: 8,
+            steps: 6,
+            layers: 3,
+            graph_replay: true,
+            offsets_ns: vec![
+                3_000_000, -1_000_111, 4_500_000, -4_999_999, 17, 2_222_222, -3_333_333, 999_999,
+            ],
+            lateness: vec![
+                late(0, 1, 5, 60, Cause::SlowGemm),
+                late(2, 0, 7, 200, Cause::Python),
+                late(4, 0, 3, 45, Cause::LaunchGap),
+            ],
+            seed: 81,
+        },
+    ]
+}
+
+/// What one run's traces hold, as `ground_truth.json` records it.
+#[derive(Clone, Debug, Default)]
+pub struct RankTruth {
+    pub dir: PathBuf,
+    /// Per rank: its trace file and its clock offset against rank 0's, in ns.
+    pub files: Vec<PathBuf>,
+    pub offsets_vs_rank0_ns: Vec<i64>,
+    pub collectives: Vec<CollectiveTruth>,
+    pub stragglers: Vec<StragglerTruth>,
+}
+
+/// One all-reduce on every rank.
+#[derive(Clone, Debug, Default)]
+pub struct CollectiveTruth {
+    pub step: usize,
+    pub ordinal: usize,
+    pub kernel: String,
+    /// Per rank: when its kernel started (true clock, ns from the run's start) and how
+    /// long it ran.
+    pub arrival_ns: Vec<u64>,
+    pub duration_ns: Vec<u64>,
+}
+
+/// One injected lateness and what a correct report says of it.
+#[derive(Clone, Debug)]
+pub struct StragglerTruth {
+    pub step: usize,
+    pub ordinal: usize,
+    pub rank: u32,
+    pub late_ns: u64,
+    pub cause: Cause,
+    /// The kernel's canonical name, the launch call, or the frame as `path:line function`.
+    pub detail: String,
+}
+
+impl RankTruth {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ranks": self.files.iter().zip(&self.offsets_vs_rank0_ns).enumerate().map(|(r, (f, o))| json!({
+                "rank": r,
+                "file": f.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "clock_offset_ns": o,
+            })).collect::<Vec<_>>(),
+            "collectives": self.collectives.iter().map(|c| json!({
+                "step": c.step,
+                "ordinal": c.ordinal,
+                "kernel": c.kernel,
+                "arrival_ns": c.arrival_ns,
+                "duration_ns": c.duration_ns,
+            })).collect::<Vec<_>>(),
+            "stragglers": self.stragglers.iter().map(|s| json!({
+                "step": s.step,
+                "ordinal": s.ordinal,
+                "rank": s.rank,
+                "late_ns": s.late_ns,
+                "cause": s.cause.as_str(),
+                "detail": s.detail,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Writes `run` into `dir`: one gzipped trace per rank and `ground_truth.json`.
+pub fn write_run(dir: &Path, run: &RankRun) -> std::io::Result<RankTruth> {
+    std::fs::create_dir_all(dir)?;
+    let (texts, mut truth) = writer::write(run, dir);
+    for (path, text) in truth.files.iter().zip(texts) {
+        let out = std::fs::File::create(path)?;
+        let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+        std::io::Write::write_all(&mut encoder, text.as_bytes())?;
+        encoder.finish()?;
+    }
+    truth.dir = dir.to_path_buf();
+    let body = serde_json::to_string_pretty(&truth.to_json()).map_err(std::io::Error::other)?;
+    std::fs::write(dir.join(TRUTH_FILE), body + "\n")?;
+    Ok(truth)
+}
+
+/// Writes every run of [`rank_runs`] as `dir/<run name>/…`.
+pub fn write_rank_runs(dir: &Path) -> std::io::Result<Vec<RankTruth>> {
+    rank_runs()
+        .iter()
+        .map(|r| write_run(&dir.join(r.name), r))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,102 @@
+//! The rank runs' traces hold what their ground truth says, recounted from the written
+//! events: every all-reduce's start and duration on each rank's own clock, ends that
+//! agree across ranks once the offsets are taken out, and arrivals late by exactly the
+//! injected amount where lateness was injected and nowhere else.
+
+use super::*;
+use crate::recount::load;
+
+/// Microsecond text to ns, exactly (the writer prints 3 decimals).
+fn ns(value: &Value) -> i64 {
+    let text = value.to_string();
+    let (int, frac) = text.split_once('.').unwrap_or((&text, "0"));
+    int.parse::<i64>().unwrap() * 1000 + format!("{frac:0<3}")[..3].parse::<i64>().unwrap()
+}
+
+/// Every all-reduce of one trace: (start, dur) on its own clock, in time order.
+fn all_reduces(path: &Path) -> Vec<(i64, i64)> {
+    let trace = load(path);
+    let mut found: Vec<(i64, i64)> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .filter(|e| {
+            let name = e["name"].as_str().unwrap();
+            name.starts_with("ncclDevKernel_AllReduce") || name.contains("cross_device_reduce")
+        })
+        .map(|e| (ns(&e["ts"]), ns(&e["dur"])))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn every_run_recounts_to_its_ground_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    for run in rank_runs() {
+        let truth = write_run(&dir.path().join(run.name), &run).unwrap();
+        assert_eq!(truth.files.len(), run.ranks as usize);
+        assert_eq!(truth.collectives.len(), run.steps * run.layers);
+        let offset0 = run.offsets_ns[0];
+        for (r, file) in truth.files.iter().enumerate() {
+            let written = all_reduces(file);
+            assert_eq!(written.len(), truth.collectives.len(), "{}", file.display());
+            let offset = truth.offsets_vs_rank0_ns[r] + offset0;
+            assert!(offset.abs() <= 5_000_000);
+            for (c, (start, dur)) in truth.collectives.iter().zip(&written) {
+                let true_start = start - offset - writer::EPOCH_NS as i64;
+                assert_eq!(true_start, c.arrival_ns[r] as i64, "{} rank {r}", run.name);
+                assert_eq!(*dur, c.duration_ns[r] as i64);
+            }
+        }
+        for c in &truth.collectives {
+            let ends: Vec<u64> = (0..run.ranks as usize)
+                .map(|r| c.arrival_ns[r] + c.duration_ns[r])
+                .collect();
+            let spread = ends.iter().max().unwrap() - ends.iter().min().unwrap();
+            assert!(spread <= END_JITTER_NS, "{}: end spread {spread}", run.name);
+            let injected = run
+                .lateness
+                .iter()
+                .find(|l| l.step == c.step && l.ordinal == c.ordinal);
+            let latest = *c.arrival_ns.iter().max().unwrap();
+            match injected {
+                Some(l) => {
+                    let others = (0..run.ranks as usize)
+                        .filter(|&r| r != l.rank as usize)
+                        .map(|r| c.arrival_ns[r])
+                        .max()
+                        .unwrap();
+                    assert_eq!(latest, c.arrival_ns[l.rank as usize]);
+                    let late = latest - others;
+                    assert!(
+                        late.abs_diff(l.ns) <= END_JITTER_NS,
+                        "{}: {late} vs {}",
+                        run.name,
+                        l.ns
+                    );
+                }
+                None => {
+                    let earliest = *c.arrival_ns.iter().min().unwrap();
+                    assert!(
+                        latest - earliest <= END_JITTER_NS,
+                        "{} step {} #{}: skew {}",
+                        run.name,
+                        c.step,
+                        c.ordinal,
+                        latest - earliest
+                    );
+                }
+            }
+        }
+        let json: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(run.name).join(TRUTH_FILE)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            json["stragglers"].as_array().unwrap().len(),
+            run.lateness.len()
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! `--all-ranks` against the generated multi-rank runs (`make-fixtures --ranks`): every
+//! rank's clock offset is recovered within 5 µs, each rank's collective time is the exact
+//! sum of its all-reduce kernels (recounted from the raw events) and splits exactly into
+//! transfer and wait, each injected lateness is named as a straggler (the rank, within
+//! 2 µs of the amount, the other ranks waiting that long, and its cause: the slower GEMM,
+//! the late launch or the Python frame), and nothing else is. Also that `--rank all` is
+//! the same flag, and the single-rank report carries none of these sections.
+
+use llm_triage_tests::ranks::{write_rank_runs, RankTruth};
+use serde_json::Value;
+
+use crate::util::{llm_triage, raw_events, triage_json, us_to_ns};
+
+/// Integer ns from a report µs value (the report divides exact ns by 1000).
+fn ns(v: &Value) -> i64 {
+    (v.as_f64().unwrap_or(f64::NAN) * 1000.0).round() as i64
+}
+
+/// One rank's all-reduce kernels, recounted from its raw events: the sum of durations.
+fn collective_ns(path: &std::path::Path) -> i64 {
+    raw_events(path)
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .filter(|e| {
+            let name = e["name"].as_str().unwrap_or("");
+            name.starts_with("ncclDevKernel_AllReduce") || name.contains("cross_device_reduce")
+        })
+        .map(|e| us_to_ns(&e["dur"]))
+        .sum()
+}
+
+fn check_run(truth: &RankTruth) {
+    let dir = truth.dir.display().to_string();
+    let report = triage_json(&["--input", &dir, "--all-ranks"]);
+    let ranks = report["ranks"].as_array().expect("ranks[]");
+    assert_eq!(ranks.len(), truth.files.len(), "{dir}");
+    let mut measured_total = 0i64;
+    for (r, row) in ranks.iter().enumerate() {
+        assert_eq!(row["rank"], r as u64);
+        let file = truth.files[r].file_name().unwrap().to_string_lossy();
+        assert!(
+            row["file"].as_str().unwrap().ends_with(file.as_ref()),
+            "{row}"
+        );
+        let offset = ns(&row["clock_offset_us"]);
+        let want = truth.offsets_vs_rank0_ns[r];
+        assert!(
+            (offset - want).abs() <= 5_000,
+            "{dir} rank {r}: offset {offset} ns, injected {want} ns"
+        );
+        let stage = &row["stages"][0];
+        assert_eq!(stage["stage"], "decode");
+        let comm = ns(&stage["comm_us"]);
+        assert_eq!(comm, collective_ns(&truth.files[r]), "{dir} rank {r} comm");
+        measured_total += comm;
+        // Each collective's wait on this rank: its duration less the shortest one.
+        let waits: i64 = truth
+            .collectives
+            .iter()
+            .map(|c| (c.duration_ns[r] - c.duration_ns.iter().min().unwrap()) as i64)
+            .sum();
+        assert_eq!(ns(&stage["wait_us"]), waits, "{dir} rank {r} wait");
+        assert!(stage["step_p50_us"].as_f64().unwrap() > 0.0);
+        assert!(stage["busy_us"].as_f64().unwrap() > 0.0);
+    }
+    let collectives = report["collectives"].as_array().expect("collectives[]");
+    assert_eq!(collectives.len(), 1, "{dir}: {collectives:?}");
+    let row = &collectives[0];
+    assert_eq!(row["family"], "all_reduce");
+    assert_eq!(row["count"], truth.collectives.len() as u64);
+    assert_eq!(
+        ns(&row["transfer_us"]) + ns(&row["wait_us"]),
+        measured_total,
+        "{dir}: transfer + wait is every measured duration"
+    );
+    let max_late = truth.stragglers.iter().map(|s| s.late_ns).max().unwrap() as i64;
+    assert!((ns(&row["skew_max_us"]) - max_late).abs() <= 2_000, "{row}");
+
+    let stragglers = report["stragglers"].as_array().expect("stragglers[]");
+    assert_eq!(
+        stragglers.len(),
+        truth.stragglers.len(),
+        "{dir}: {stragglers:#?}"
+    );
+    for want in &truth.stragglers {
+        let got = stragglers
+            .iter()
+            .find(|s| s["step"] == want.step as u64)
+            .unwrap_or_else(|| panic!("{dir}: no straggler in step {}", want.step));
+        assert_eq!(got["stage"], "decode");
+        assert_eq!(got["rank"], want.rank, "{dir} step {}", want.step);
+        assert_eq!(got["collective"], want.ordinal as u64, "{got}");
+        assert!(
+            (ns(&got["late_us"]) - want.late_ns as i64).abs() <= 2_000,
+            "{got}"
+        );
+        assert!(
+            (ns(&got["others_wait_us"]) - want.late_ns as i64).abs() <= 2_000,
+            "{got}"
+        );
+        assert_eq!(
+            got["cause"],
+            want.cause.as_str(),
+            "{dir} step {}: {got}",
+            want.step
+        );
+        assert_eq!(
+            got["detail"],
+            want.detail.as_str(),
+            "{dir} step {}: {got}",
+            want.step
+        );
+    }
+}
+
+#[test]
+fn every_generated_run_is_aligned_split_and_its_stragglers_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for truth in write_rank_runs(dir.path()).unwrap() {
+        check_run(&truth);
+    }
+}
+
+#[test]
+fn rank_all_is_all_ranks_and_the_sections_are_rendered() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = write_rank_runs(dir.path()).unwrap().remove(1);
+    let input = truth.dir.display().to_string();
+    let json = |flag: &[&str]| {
+        let mut v = triage_json(&[&["--input", input.as_str()], flag].concat());
+        v["inputs"] = Value::Null;
+        v
+    };
+    assert_eq!(json(&["--rank", "all"]), json(&["--all-ranks"]));
+    let single = triage_json(&["--input", &input]);
+    for key in ["ranks", "collectives", "stragglers"] {
+        assert!(single.get(key).is_none(), "{key} in a single-rank report");
+    }
+    let out = llm_triage()
+        .args(["--input", &input, "--all-ranks"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for heading in ["## Ranks", "## Collective wait", "## Stragglers"] {
+        assert!(text.contains(heading), "{heading} missing:\n{text}");
+    }
+}
+
+#[test]
+fn all_ranks_on_a_single_file_or_with_a_mapping_trace_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = write_rank_runs(dir.path()).unwrap().remove(0);
+    let file = truth.files[0].display().to_string();
+    let out = llm_triage()
+        .args(["--input", &file, "--all-ranks"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&file) && err.contains("profile directory"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let dir_arg = truth.dir.display().to_string();
+    let out = llm_triage()
+        .args([
+            "--formal-input",
+            &dir_arg,
+            "--mapping-input",
+            &file,
+            "--rank",
+            "all",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--all-ranks"));
+}
