@@ -72,7 +72,9 @@ pub(super) fn string_text<'t>(text: &'t str, lone: &mut u64) -> Option<Cow<'t, s
 /// `text` with each lone UTF-16 surrogate escape as `\ufffd` (serde_json keeps them in
 /// raw text but refuses to decode them; Python writes them), counted per string.
 fn repaired<'t>(text: &'t str, lone: &mut u64) -> Cow<'t, str> {
-    if !has_surrogate_escape(text.as_bytes()) {
+    // The backslash test first: most texts have none, and it is cheaper than the search.
+    let bytes = text.as_bytes();
+    if memchr::memchr(b'\\', bytes).is_none() || !has_surrogate_escape(bytes) {
         return Cow::Borrowed(text);
     }
     let (bytes, strings) = replace_lone_surrogates(text.as_bytes());
@@ -84,44 +86,49 @@ fn repaired<'t>(text: &'t str, lone: &mut u64) -> Cow<'t, str> {
 /// JSON text without whitespace outside strings, so one shape has one text whatever
 /// the writer's indentation (Kineto writes `[[1, 2880], [2880, 25136]]`, a pretty-printer
 /// a line per number): `[[1,2880],[2880,25136]]`. Strings are kept as written. Borrows
-/// `text` when it has nothing to remove (no allocation), else builds in `scratch`.
+/// `text` when it has nothing to remove, else builds in `scratch` (reused: no allocation
+/// per event once it has grown). `text` is valid JSON, so every string is closed.
 fn compact_json<'t>(text: &'t str, scratch: &'t mut String) -> &'t str {
     let bytes = text.as_bytes();
-    let mut spaces = spaces_outside_strings(bytes).peekable();
-    if spaces.peek().is_none() {
-        return text;
-    }
-    scratch.clear();
-    // Runs between the spaces; a space is one ASCII byte, so both ends are character
-    // boundaries.
     let mut run = 0;
-    for i in spaces {
-        scratch.push_str(&text[run..i]);
-        run = i + 1;
+    let mut removed = false;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => {
+                i = after_string(bytes, i + 1);
+                continue;
+            }
+            b' ' | b'\n' | b'\r' | b'\t' => {
+                if !removed {
+                    scratch.clear();
+                    removed = true;
+                }
+                // A space is one ASCII byte, so both ends are character boundaries.
+                scratch.push_str(&text[run..i]);
+                run = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !removed {
+        return text;
     }
     scratch.push_str(&text[run..]);
     scratch
 }
 
-/// The positions of JSON whitespace outside strings in valid JSON `bytes`.
-fn spaces_outside_strings(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
-    let mut in_string = false;
-    let mut escaped = false;
-    bytes.iter().enumerate().filter_map(move |(i, &b)| {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            None
-        } else {
-            in_string = b == b'"';
-            is_json_space(char::from(b)).then_some(i)
+/// The index after the closing quote of the string whose body starts at `i`.
+fn after_string(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(k) = memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
+        if bytes[i + k] == b'"' {
+            return i + k + 1;
         }
-    })
+        // An escape: skip it and the character it escapes.
+        i += k + 2;
+    }
+    bytes.len()
 }
 
 /// JSON's four whitespace characters (not Unicode's wider set).
