@@ -1,5 +1,6 @@
-//! The CUDA/HIP graph X-ray: a graph-replayed kernel gets the launch site it was
-//! recorded with, instead of the graph launch that replayed it.
+//! The CUDA/HIP graph X-ray: a graph-replayed kernel gets the launch site of its
+//! counterpart in a trace where the kernel was launched on its own (a capture trace, or
+//! the mapping trace of `--mapping-input`), found by aligning the two kernel sequences.
 //!
 //! ```text
 //! capture trace --capture--> CapturedGraph  (size, mode, nodes: the launches in the window)
@@ -8,8 +9,9 @@
 //!
 //! `resolve` runs in `triage.rs` right after `trace::link`, so every table (kernel,
 //! overlap, fuse, timeline) reads the same resolved site with no change of its own.
-//! Pairing a replay's kernels with the graph's nodes is one function
-//! (`resolve::pair_in_order`), the seam where the global aligner of `align.rs` plugs in.
+//! A replay's kernels are paired with the graph's nodes by `align` (global alignment
+//! over canonical names), through `resolve::pair_in_order`.
 
+pub mod align;
 pub(crate) mod capture;
 pub(crate) mod resolve;

@@ -5,7 +5,7 @@
 //! CPU (SGLang `step[DECODE bs=32]`, vLLM `execute_<N>_…`); the captured graph of that
 //! size (and mode, when the step names one) is the replay's graph, and the replay's
 //! kernels, in GPU start order, are paired with its nodes in order by canonical kernel
-//! name ([`pair_in_order`]). A paired kernel's site becomes the node's: its stack, CPU op
+//! name, globally aligned (`align`, through [`pair_in_order`]). A paired kernel's site becomes the node's: its stack, CPU op
 //! and input shapes, with `source = Capture`; the launch call and time stay the replay's
 //! (the stage split and the timeline read those). Kernels left unpaired keep the graph
 //! launch site, and the summary says how much GPU time that is.
@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::analyze::graph::align::{align, NodeKey};
 use crate::analyze::graph::capture::{CapturedGraph, GraphNode};
 use crate::trace::event::{Ns, Sym, Trace};
 use crate::trace::link::{Linked, SiteSource, StackId};
@@ -288,16 +289,14 @@ pub(crate) fn step_size_and_mode(name: &str) -> Option<(u32, Option<&str>)> {
     Some((rest[..digits].parse().ok()?, None))
 }
 
-/// The most DP cells [`pair_in_order`] fills (a 4096 x 4096 pairing); past it, a greedy
-/// in-order walk keeps the time linear.
-const MAX_PAIRING_CELLS: usize = 1 << 24;
-/// How far ahead the greedy walk looks for a kernel's node.
-const GREEDY_LOOKAHEAD: usize = 64;
+/// The name an unnamed node is aligned under: no canonical kernel name is empty, so the
+/// aligner leaves such a node without a counterpart.
+const UNNAMED_NODE: &str = "";
 
-/// For each replayed kernel name, the index of the node it pairs with: the longest
-/// in-order pairing by canonical name (nodes missing from the replay and kernels
-/// without a node are skipped). Unnamed nodes pair by position only when no node is
-/// named and the counts agree. This is the seam for the global aligner (`align.rs`).
+/// For each replayed kernel name, the index of the node it pairs with: the global
+/// alignment of `align` over canonical names (nodes missing from the replay and kernels
+/// without a node are left out). Unnamed nodes (CUDA launch calls do not name their
+/// kernel) pair by position only when no node is named and the counts agree.
 pub(crate) fn pair_in_order(replay: &[&str], nodes: &[Option<&str>]) -> Vec<Option<usize>> {
     if nodes.iter().all(Option::is_none) {
         return if nodes.len() == replay.len() {
@@ -306,45 +305,17 @@ pub(crate) fn pair_in_order(replay: &[&str], nodes: &[Option<&str>]) -> Vec<Opti
             vec![None; replay.len()]
         };
     }
-    let (n, m) = (replay.len(), nodes.len());
-    let same = |i: usize, j: usize| nodes[j] == Some(replay[i]);
-    let mut pairs = vec![None; n];
-    if (n + 1).saturating_mul(m + 1) > MAX_PAIRING_CELLS {
-        let mut next = 0;
-        for (i, pair) in pairs.iter_mut().enumerate() {
-            let end = (next + GREEDY_LOOKAHEAD).min(m);
-            if let Some(j) = (next..end).find(|&j| same(i, j)) {
-                *pair = Some(j);
-                next = j + 1;
-            }
-        }
-        return pairs;
-    }
-    // lcs[i][j]: the longest pairing of replay[i..] with nodes[j..].
-    let width = m + 1;
-    let mut lcs = vec![0u32; (n + 1) * width];
-    for i in (0..n).rev() {
-        for j in (0..m).rev() {
-            lcs[i * width + j] = if same(i, j) {
-                lcs[(i + 1) * width + j + 1] + 1
-            } else {
-                lcs[(i + 1) * width + j].max(lcs[i * width + j + 1])
-            };
-        }
-    }
-    let (mut i, mut j) = (0, 0);
-    while i < n && j < m {
-        if same(i, j) {
-            pairs[i] = Some(j);
-            i += 1;
-            j += 1;
-        } else if lcs[(i + 1) * width + j] >= lcs[i * width + j + 1] {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    pairs
+    let key = |name: &'_ str| NodeKey { name, family: None };
+    let query: Vec<NodeKey<'_>> = replay.iter().map(|&n| key(n)).collect();
+    let reference: Vec<NodeKey<'_>> = nodes
+        .iter()
+        .map(|n| key(n.unwrap_or(UNNAMED_NODE)))
+        .collect();
+    align(&query, &reference)
+        .query
+        .iter()
+        .map(|m| m.other())
+        .collect()
 }
 
 #[cfg(test)]
