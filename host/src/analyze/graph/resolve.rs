@@ -4,9 +4,10 @@
 //! launch's batch size and mode come from the engine's step annotation around it on the
 //! CPU (SGLang `step[DECODE bs=32]`, vLLM `execute_<N>_…`); the captured graph of that
 //! size (and mode, when the step names one) is the replay's graph, and the replay's
-//! kernels, in GPU start order, are paired with its nodes in order by canonical kernel
-//! name, globally aligned (`align`, through [`pair_in_order`]). A paired kernel's site becomes the node's: its stack, CPU op
-//! and input shapes, with `source = Capture`; the launch call and time stay the replay's
+//! kernels, in GPU start order, are paired with its nodes by a global alignment over
+//! canonical kernel names (`align`, through [`pair_in_order`]). A paired kernel's site
+//! becomes the node's: its stack, CPU op and input shapes, with `source = Capture`; the
+//! launch call and time stay the replay's
 //! (the stage split and the timeline read those). Kernels left unpaired keep the graph
 //! launch site, and the summary says how much GPU time that is.
 //!
