@@ -306,11 +306,18 @@ pub(crate) fn pair_in_order(replay: &[&str], nodes: &[Option<&str>]) -> Vec<Opti
             vec![None; replay.len()]
         };
     }
-    let key = |name: &'_ str| NodeKey { name, family: None };
-    let query: Vec<NodeKey<'_>> = replay.iter().map(|&n| key(n)).collect();
+    // Names only: the family rules are the catalog's, and an exact name is what a
+    // capture of the same run records.
+    let query: Vec<NodeKey<'_>> = replay
+        .iter()
+        .map(|&name| NodeKey { name, family: None })
+        .collect();
     let reference: Vec<NodeKey<'_>> = nodes
         .iter()
-        .map(|n| key(n.unwrap_or(UNNAMED_NODE)))
+        .map(|n| NodeKey {
+            name: n.unwrap_or(UNNAMED_NODE),
+            family: None,
+        })
         .collect();
     align(&query, &reference)
         .query
