@@ -98,11 +98,31 @@ fn decode_stage(report: &Value) -> &Value {
         .expect("a decode stage")
 }
 
-/// Model or layer code of SGLang: where a replayed kernel's site should point.
-fn is_model_or_layer_code(location: &str) -> bool {
-    location.starts_with("python/sglang/srt/models/")
-        || location.starts_with("python/sglang/srt/layers/")
+/// The graph launch's location in the report without a capture: where every replayed
+/// kernel is charged today.
+fn graph_launch_location() -> String {
+    let report = triage_json(&["--input", shared_trace(DECODE).to_str().unwrap()]);
+    let rows = decode_stage(&report)["kernels"].as_array().unwrap().clone();
+    let row = rows
+        .iter()
+        .find(|r| r["launch_site_source"] == "graph-launch")
+        .expect("a replayed row");
+    row["python_locations"][0]["location"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
+
+/// SGLang code a capture's site points into: the engine's own Python (`python/sglang/`,
+/// model and layer code under `srt/`) or its kernel wrappers (`sgl_kernel/`). Which
+/// frame of the captured stack a row shows is the locator's choice (issue 17 point 3).
+fn is_sglang_code(location: &str) -> bool {
+    location.starts_with("python/sglang/") || location.starts_with("sgl_kernel/")
+}
+
+/// One raw kernel name's replays: their time, that time by the node's `Input Dims`, and
+/// the nodes' CPU ops.
+type Replayed<'a> = (i64, Vec<(Value, i64)>, Vec<&'a str>);
 
 /// The acceptance check of issue 17 on one report of the decode trace with its capture.
 fn assert_capture_sites(report: &Value) {
@@ -116,7 +136,7 @@ fn assert_capture_sites(report: &Value) {
     assert_eq!(names, node_names);
 
     // Per raw kernel name: replayed time, and that time by the node's Input Dims.
-    let mut by_name: HashMap<&str, (i64, Vec<(Value, i64)>, Vec<&str>)> = HashMap::new();
+    let mut by_name: HashMap<&str, Replayed<'_>> = HashMap::new();
     for ((name, ns), node) in replayed.iter().zip(&nodes) {
         let entry = by_name.entry(name).or_default();
         entry.0 += ns;
@@ -128,6 +148,7 @@ fn assert_capture_sites(report: &Value) {
     }
 
     let stage = decode_stage(report);
+    let graph_launch = graph_launch_location();
     let mut resolved_ns = 0.0;
     for row in stage["kernels"].as_array().unwrap() {
         let raw: Vec<&str> = row["raw_names"]
@@ -144,7 +165,10 @@ fn assert_capture_sites(report: &Value) {
         let row_us = row["gpu_time_us"].as_f64().unwrap();
         for site in row["python_locations"].as_array().unwrap() {
             let location = site["location"].as_str().unwrap();
-            if site["launch_site_source"] == "capture" && is_model_or_layer_code(location) {
+            if site["launch_site_source"] == "capture"
+                && is_sglang_code(location)
+                && location != graph_launch
+            {
                 resolved_ns += row_us * 1000.0 * site["share_pct"].as_f64().unwrap() / 100.0;
             }
         }
@@ -181,7 +205,7 @@ fn assert_capture_sites(report: &Value) {
     }
     assert!(
         resolved_ns >= 0.99 * replayed_ns as f64,
-        "{resolved_ns} of {replayed_ns} replayed ns under model/layer code from the capture"
+        "{resolved_ns} of {replayed_ns} replayed ns at a captured SGLang site"
     );
 }
 
