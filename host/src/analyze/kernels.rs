@@ -115,9 +115,8 @@ struct RowAccumulator {
     total_ns: SumNs,
     launches: u64,
     raw_names: Vec<String>,
-    site_ns: HashMap<String, SumNs>,
-    /// GPU time by launch site, then by [`SiteSource`] (in [`SOURCES`] order).
-    site_source_ns: HashMap<String, [SumNs; SOURCES.len()]>,
+    /// GPU time by launch site: in all, and by [`SiteSource`] (in [`SOURCES`] order).
+    site_ns: HashMap<String, (SumNs, [SumNs; SOURCES.len()])>,
     /// GPU time by the launching op's `Input Dims` text.
     dims_ns: HashMap<String, SumNs>,
     cpu_op_counts: HashMap<String, u64>,
@@ -241,14 +240,17 @@ fn accumulate_trace(
             row.raw_names.push(raw.to_string());
         }
         let location = location.unwrap_or(UNRESOLVED);
-        add_to(&mut row.site_ns, location, SumNs::from(op.dur));
         let source = SOURCES.iter().position(|&s| s == site.source).unwrap_or(0);
-        match row.site_source_ns.get_mut(location) {
-            Some(by_source) => by_source[source] += SumNs::from(op.dur),
+        match row.site_ns.get_mut(location) {
+            Some((ns, by_source)) => {
+                *ns += SumNs::from(op.dur);
+                by_source[source] += SumNs::from(op.dur);
+            }
             None => {
                 let mut by_source = [0; SOURCES.len()];
                 by_source[source] = SumNs::from(op.dur);
-                row.site_source_ns.insert(location.to_string(), by_source);
+                row.site_ns
+                    .insert(location.to_string(), (SumNs::from(op.dur), by_source));
             }
         }
         if let Some(dims) = site.input_dims {
@@ -402,12 +404,24 @@ fn finish_row(
     stage_ns: SumNs,
     families: &FamilyRules,
 ) -> KernelRow {
-    let mut sites: Vec<(String, SumNs)> = row.site_ns.into_iter().collect();
+    // The source with the most of a site's time (first in SOURCES order on a tie).
+    // Each site with the source of the most of its time (first in SOURCES order on a tie).
+    let mut sites: Vec<(String, SumNs, &'static str)> = row
+        .site_ns
+        .into_iter()
+        .map(|(location, (ns, by_source))| {
+            let best = (0..SOURCES.len())
+                .rev()
+                .max_by_key(|&s| by_source[s])
+                .unwrap_or(0);
+            (location, ns, SOURCES[best].as_str())
+        })
+        .collect();
     sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut cpu_ops: Vec<(String, u64)> = row.cpu_op_counts.into_iter().collect();
     cpu_ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut launch_mix = Vec::new();
-    for (site, (location, _)) in sites.iter().enumerate() {
+    for (site, (location, _, _)) in sites.iter().enumerate() {
         let Some(ops) = row.site_op_ns.get(location) else {
             continue;
         };
@@ -421,23 +435,10 @@ fn finish_row(
             });
         }
     }
-    // The source with the most of a site's time (first in SOURCES order on a tie).
-    let source_of = |location: &str| {
-        let by_source = row
-            .site_source_ns
-            .get(location)
-            .copied()
-            .unwrap_or_default();
-        let best = (0..SOURCES.len())
-            .rev()
-            .max_by_key(|&s| by_source[s])
-            .unwrap_or(0);
-        SOURCES[best].as_str().to_string()
-    };
     let python_locations: Vec<SiteShare> = sites
         .into_iter()
-        .map(|(location, ns)| SiteShare {
-            launch_site_source: source_of(&location),
+        .map(|(location, ns, source)| SiteShare {
+            launch_site_source: source.to_string(),
             share_pct: percent(ns, row.total_ns),
             location,
         })
