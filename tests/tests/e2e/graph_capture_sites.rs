@@ -13,11 +13,12 @@ use crate::util::{gpu_events, raw_events, shared_trace, triage_json, us_to_ns};
 const DECODE: &str = "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz";
 const CAPTURE: &str = "AMD-AGI__TraceLens__bs_32_rank0.json.gz";
 
-/// A captured node as the raw events record it: its kernel and CPU op name.
+/// A captured node as the raw events record it: kernel, CPU op name, `Input Dims`.
 #[derive(Clone, Debug)]
 struct RawNode {
     kernel: String,
     cpu_op: String,
+    input_dims: Value,
 }
 
 /// The launches inside `capture_32_DECODE` (all 546 of them) and, of those, the nodes:
@@ -62,6 +63,7 @@ fn raw_capture_nodes(path: &Path) -> (usize, Vec<RawNode>) {
             RawNode {
                 kernel: l["args"]["kernel"].as_str().unwrap().to_string(),
                 cpu_op: op["name"].as_str().unwrap().to_string(),
+                input_dims: op["args"]["Input Dims"].clone(),
             }
         })
         .collect();
@@ -118,8 +120,9 @@ fn is_sglang_code(location: &str) -> bool {
     location.starts_with("python/sglang/") || location.starts_with("sgl_kernel/")
 }
 
-/// One raw kernel name's replays: their time and the nodes' CPU ops.
-type Replayed<'a> = (i64, Vec<&'a str>);
+/// One raw kernel name's replays: their time, that time by the node's `Input Dims`, and
+/// the nodes' CPU ops.
+type Replayed<'a> = (i64, Vec<(Value, i64)>, Vec<&'a str>);
 
 /// The acceptance check of issue 17 on one report of the decode trace with its capture.
 fn assert_capture_sites(report: &Value) {
@@ -132,12 +135,16 @@ fn assert_capture_sites(report: &Value) {
     let node_names: Vec<&str> = nodes.iter().map(|n| n.kernel.as_str()).collect();
     assert_eq!(names, node_names);
 
-    // Per raw kernel name: replayed time and the captured nodes' CPU ops.
+    // Per raw kernel name: replayed time, and that time by the node's Input Dims.
     let mut by_name: HashMap<&str, Replayed<'_>> = HashMap::new();
     for ((name, ns), node) in replayed.iter().zip(&nodes) {
         let entry = by_name.entry(name).or_default();
         entry.0 += ns;
-        entry.1.push(&node.cpu_op);
+        match entry.1.iter_mut().find(|(d, _)| *d == node.input_dims) {
+            Some(d) => d.1 += ns,
+            None => entry.1.push((node.input_dims.clone(), *ns)),
+        }
+        entry.2.push(&node.cpu_op);
     }
 
     let stage = decode_stage(report);
@@ -173,10 +180,26 @@ fn assert_capture_sites(report: &Value) {
             .map(|o| o.as_str().unwrap())
             .collect();
         assert!(!cpu_ops.contains(&"hipGraphLaunch"), "{cpu_ops:?}");
-        for (_, ops) in &replayed_here {
+        for (_, _, ops) in &replayed_here {
             assert!(
                 ops.iter().all(|op| cpu_ops.contains(op)),
                 "{ops:?} in {cpu_ops:?}"
+            );
+        }
+        // The row's Input Dims: those of its replayed launches with the most time
+        // (a row of one raw name here; ties by text).
+        if let [(_, dims, _)] = replayed_here.as_slice() {
+            let most = dims.iter().map(|(_, ns)| *ns).max().unwrap();
+            let want: Vec<&Value> = dims
+                .iter()
+                .filter(|(_, ns)| *ns == most)
+                .map(|(d, _)| d)
+                .collect();
+            let got: Value = serde_json::from_str(row["input_dims"].as_str().unwrap()).unwrap();
+            assert!(
+                want.contains(&&got),
+                "{}: {got} not in {want:?}",
+                row["name"]
             );
         }
     }
