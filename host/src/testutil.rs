@@ -183,3 +183,29 @@ impl TraceFixture {
         self.trace.clone()
     }
 }
+
+/// Graph-capture facts on the events just added (issue 17): what a capture trace's launch
+/// calls and CPU ops record.
+impl TraceFixture {
+    /// Names the kernel of the last runtime call added (`args.kernel`).
+    pub(crate) fn launching(&mut self, kernel: &str) -> &mut Self {
+        let sym = self.trace.strings.intern(kernel);
+        if let Some(call) = self.trace.runtime.last_mut() {
+            call.kernel = Some(sym);
+        }
+        self
+    }
+
+    /// Gives the last CPU op added its `Input Dims` and `Input type` JSON text.
+    pub(crate) fn with_shapes(&mut self, dims: &str, types: &str) -> &mut Self {
+        let (dims, types) = (
+            self.trace.strings.intern(dims),
+            self.trace.strings.intern(types),
+        );
+        if let Some(op) = self.trace.cpu_ops.last_mut() {
+            op.input_dims = Some(dims);
+            op.input_types = Some(types);
+        }
+        self
+    }
+}

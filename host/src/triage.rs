@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
+use crate::analyze::graph::capture::{captured_graphs, CapturedGraph};
+use crate::analyze::graph::resolve::{replay_notes as graph_replay_notes, resolve_replays};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
@@ -18,6 +20,7 @@ use crate::checks::diffusers_fallback;
 use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
 use crate::report::{FrameworkInfo, GraphCaptureInfo, InputInfo, Report, SCHEMA_VERSION};
+use crate::trace::discover::capture_files::capture_files_of;
 use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::{Trace, FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES};
 use crate::trace::evidence::evidence;
@@ -56,6 +59,9 @@ pub(crate) struct TriageRequest {
     /// `--all-ranks` (`--rank all`): every rank of the input, each triaged on its own,
     /// then compared (`ranks`).
     pub all_ranks: bool,
+    /// `--capture-input`: capture traces (files or directories) of the graphs the formal
+    /// trace replays, besides those found beside it (`analyze::graph`).
+    pub capture_inputs: Vec<PathBuf>,
 }
 
 /// Files smaller than this read too fast for a progress bar to help.
@@ -69,30 +75,46 @@ struct Prepared<'p> {
     splits: Vec<StageSplit>,
 }
 
+/// Selects the engine, links every trace and splits its stages. Graph replays take the
+/// sites of `graphs`' nodes right after the link (their strings join each trace's
+/// interner, so `traces` is updated in place), so every table reads the resolved site;
+/// the notes say what that achieved.
 fn prepare<'p>(
     plugin_set: &'p PluginSet,
     framework: &str,
     set: &TraceSet,
-    traces: &[Trace],
-) -> Result<Prepared<'p>> {
+    traces: &mut Vec<Trace>,
+    graphs: &[CapturedGraph],
+) -> Result<(Prepared<'p>, Vec<String>)> {
     let server_args = set.server_args.as_ref().map(|a| &a.values);
     let evidences: Vec<_> = traces.iter().map(|t| evidence(t, server_args)).collect();
     let selection = plugins::select(plugin_set, framework, &evidences)?;
     let engine = selection.engine;
     let locator = Locator::new(&engine.attribution()?);
-    let linked: Vec<Linked> = traces.iter().map(link).collect();
+    let mut linked: Vec<Linked> = Vec::with_capacity(traces.len());
+    let mut replay_notes = Vec::new();
+    for trace in std::mem::take(traces) {
+        let linked_here = link(&trace);
+        let (trace, resolved, summary) = resolve_replays(trace, linked_here, graphs);
+        replay_notes.extend(graph_replay_notes(&summary, graphs.len()));
+        traces.push(trace);
+        linked.push(resolved);
+    }
     let splits = traces
         .iter()
         .zip(&set.files)
         .zip(&linked)
         .map(|((trace, file), linked)| stage_trace(engine, trace, file.path_stage, linked))
         .collect::<Result<Vec<StageSplit>>>()?;
-    Ok(Prepared {
-        selection,
-        locator,
-        linked,
-        splits,
-    })
+    Ok((
+        Prepared {
+            selection,
+            locator,
+            linked,
+            splits,
+        },
+        replay_notes,
+    ))
 }
 
 fn staged_traces<'a>(traces: &'a [Trace], prepared: &'a Prepared<'_>) -> Vec<StagedTrace<'a>> {
@@ -159,21 +181,32 @@ pub(crate) fn run_observed(
     let mapping_traces = read.next().unwrap_or_default();
     diffusers_fallback::check_frames(&traces)?;
     diffusers_fallback::check_frames(&mapping_traces)?;
-    let (traces, mut pid_notes) = keep_pids(traces, request.pid_substring.as_deref())?;
-    let (mapping_traces, mapping_pid_notes) =
+    let (mut traces, mut pid_notes) = keep_pids(traces, request.pid_substring.as_deref())?;
+    let (mut mapping_traces, mapping_pid_notes) =
         keep_pids(mapping_traces, request.pid_substring.as_deref())?;
     pid_notes.extend(mapping_pid_notes);
+    let (graphs, capture_notes) = read_captures(request, &traces_set, request.progress)?;
 
-    let formal = prepare(plugin_set, &request.framework, &traces_set, &traces)?;
+    let (formal, replay_notes) = prepare(
+        plugin_set,
+        &request.framework,
+        &traces_set,
+        &mut traces,
+        &graphs,
+    )?;
     let selection = &formal.selection;
     let engine = selection.engine;
     let mapping = match &mapping_set {
-        Some(set) => Some(prepare(
-            plugin_set,
-            &request.framework,
-            set,
-            &mapping_traces,
-        )?),
+        Some(set) => Some(
+            prepare(
+                plugin_set,
+                &request.framework,
+                set,
+                &mut mapping_traces,
+                &[],
+            )?
+            .0,
+        ),
         None => None,
     };
     let server_args_found = traces_set
@@ -246,6 +279,8 @@ pub(crate) fn run_observed(
     notes.extend(plugin_notes(plugin_set));
     notes.extend(pid_notes);
     notes.extend(log_notes);
+    notes.extend(capture_notes);
+    notes.extend(replay_notes);
     let all_linked = formal
         .linked
         .iter()
@@ -292,6 +327,66 @@ pub(crate) fn run_observed(
         report: &report,
     });
     Ok(report)
+}
+
+/// The graphs of every capture trace: `--capture-input`'s (a file that cannot be read
+/// fails the run, naming it) and those found beside the formal traces (one that cannot
+/// be read is noted and skipped). The notes name each capture trace and what it gave.
+fn read_captures(
+    request: &TriageRequest,
+    set: &TraceSet,
+    progress: bool,
+) -> Result<(Vec<CapturedGraph>, Vec<String>)> {
+    let mut given: Vec<PathBuf> = Vec::new();
+    for input in &request.capture_inputs {
+        given.extend(capture_files_of(input)?);
+    }
+    let mut paths: Vec<(PathBuf, bool)> = given.into_iter().map(|p| (p, true)).collect();
+    for found in &set.capture_files {
+        if !paths.iter().any(|(p, _)| p == found) {
+            paths.push((found.clone(), false));
+        }
+    }
+    let files: Vec<TraceFile> = paths
+        .iter()
+        .map(|(path, _)| TraceFile {
+            path: path.clone(),
+            rank: None,
+            path_stage: Stage::All,
+        })
+        .collect();
+    let file_refs: Vec<&TraceFile> = files.iter().collect();
+    let mut graphs = Vec::new();
+    let mut notes = Vec::new();
+    for ((path, was_given), read) in paths.iter().zip(read_all(&file_refs, progress)) {
+        let trace = match read {
+            Ok(trace) => trace,
+            Err(e) if *was_given => return Err(e),
+            Err(e) => {
+                notes.push(format!("capture trace not used: {}", e.one_line()));
+                continue;
+            }
+        };
+        let found = captured_graphs(&trace);
+        if found.is_empty() {
+            notes.push(format!(
+                "capture trace not used: {} records no capture_<size>_<MODE> annotation",
+                path.display()
+            ));
+            continue;
+        }
+        let described: Vec<String> = found
+            .iter()
+            .map(|g| format!("{} {} nodes", g.annotation, g.nodes.len()))
+            .collect();
+        notes.push(format!(
+            "capture trace {}: {}",
+            path.display(),
+            described.join(", ")
+        ));
+        graphs.extend(found);
+    }
+    Ok((graphs, notes))
 }
 
 /// The diffusion-backend gate over `--run-log` and the logs beside the traces; the notes

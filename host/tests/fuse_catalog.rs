@@ -44,6 +44,7 @@ fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
             vec![SiteShare {
                 location: location.to_string(),
                 share_pct: 100.0,
+                launch_site_source: "eager".to_string(),
             }]
         },
         cpu_ops: if cpu_op.is_empty() {
@@ -51,6 +52,8 @@ fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
         } else {
             vec![cpu_op.to_string()]
         },
+        launch_site_source: "eager".to_string(),
+        input_dims: None,
         launch_mix: Vec::new(),
     }
 }

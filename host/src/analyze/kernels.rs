@@ -14,7 +14,16 @@ use crate::trace::event::{Sym, Trace};
 /// Sums of durations: i128, so no hostile trace of huge durations can overflow them
 /// (one i64 `dur` fits; three 5e18 ns ones do not).
 type SumNs = i128;
-use crate::trace::link::{Linked, StackId};
+use crate::trace::link::{Linked, SiteSource, StackId};
+
+/// Every [`SiteSource`], in the order a row's per-source sums keep them.
+const SOURCES: [SiteSource; 5] = [
+    SiteSource::Eager,
+    SiteSource::GraphLaunch,
+    SiteSource::Capture,
+    SiteSource::Mapping,
+    SiteSource::GraphNode,
+];
 use crate::trace::names::{canonical_name, short_name, SHORT_ARGS_MAX};
 use crate::trace::stage::{Stage, StageSplit};
 
@@ -106,7 +115,10 @@ struct RowAccumulator {
     total_ns: SumNs,
     launches: u64,
     raw_names: Vec<String>,
-    site_ns: HashMap<String, SumNs>,
+    /// GPU time by launch site: in all, and by [`SiteSource`] (in [`SOURCES`] order).
+    site_ns: HashMap<String, (SumNs, [SumNs; SOURCES.len()])>,
+    /// GPU time by the launching op's `Input Dims` text.
+    dims_ns: HashMap<String, SumNs>,
     cpu_op_counts: HashMap<String, u64>,
     /// GPU time by launch site, then by CPU op ("" for none): the fuse matcher counts
     /// only the launches whose op a pattern does not exclude.
@@ -188,7 +200,9 @@ fn accumulate_trace(
         let acc = stages.entry(stage).or_default();
         acc.total_ns += SumNs::from(op.dur);
         acc.unlinked += u64::from(site.runtime.is_none() && site.cpu_op.is_none());
-        acc.graph_replays += u64::from(site.graph_replay);
+        // Replays resolved to their own site (a capture, the mapping) are told apart by
+        // their source; this note is for those still charged to the graph launch.
+        acc.graph_replays += u64::from(site.source == SiteSource::GraphLaunch);
 
         let canonical = canonical_of
             .entry(op.name)
@@ -226,7 +240,22 @@ fn accumulate_trace(
             row.raw_names.push(raw.to_string());
         }
         let location = location.unwrap_or(UNRESOLVED);
-        add_to(&mut row.site_ns, location, SumNs::from(op.dur));
+        let source = SOURCES.iter().position(|&s| s == site.source).unwrap_or(0);
+        match row.site_ns.get_mut(location) {
+            Some((ns, by_source)) => {
+                *ns += SumNs::from(op.dur);
+                by_source[source] += SumNs::from(op.dur);
+            }
+            None => {
+                let mut by_source = [0; SOURCES.len()];
+                by_source[source] = SumNs::from(op.dur);
+                row.site_ns
+                    .insert(location.to_string(), (SumNs::from(op.dur), by_source));
+            }
+        }
+        if let Some(dims) = site.input_dims {
+            add_to(&mut row.dims_ns, trace.name(dims), SumNs::from(op.dur));
+        }
         if let Some(cpu_op) = site.cpu_op {
             add_to(&mut row.cpu_op_counts, trace.name(cpu_op), 1);
         }
@@ -375,12 +404,24 @@ fn finish_row(
     stage_ns: SumNs,
     families: &FamilyRules,
 ) -> KernelRow {
-    let mut sites: Vec<(String, SumNs)> = row.site_ns.into_iter().collect();
+    // The source with the most of a site's time (first in SOURCES order on a tie).
+    // Each site with the source of the most of its time (first in SOURCES order on a tie).
+    let mut sites: Vec<(String, SumNs, &'static str)> = row
+        .site_ns
+        .into_iter()
+        .map(|(location, (ns, by_source))| {
+            let best = (0..SOURCES.len())
+                .rev()
+                .max_by_key(|&s| by_source[s])
+                .unwrap_or(0);
+            (location, ns, SOURCES[best].as_str())
+        })
+        .collect();
     sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut cpu_ops: Vec<(String, u64)> = row.cpu_op_counts.into_iter().collect();
     cpu_ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut launch_mix = Vec::new();
-    for (site, (location, _)) in sites.iter().enumerate() {
+    for (site, (location, _, _)) in sites.iter().enumerate() {
         let Some(ops) = row.site_op_ns.get(location) else {
             continue;
         };
@@ -394,19 +435,31 @@ fn finish_row(
             });
         }
     }
+    let python_locations: Vec<SiteShare> = sites
+        .into_iter()
+        .map(|(location, ns, source)| SiteShare {
+            launch_site_source: source.to_string(),
+            share_pct: percent(ns, row.total_ns),
+            location,
+        })
+        .collect();
+    let input_dims = row
+        .dims_ns
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+        .map(|(dims, _)| dims);
     KernelRow {
         family: families.family_of(&name).to_string(),
         gpu_time_us: row.total_ns as f64 / 1000.0,
         share_pct: percent(row.total_ns, stage_ns),
         launches: row.launches,
         raw_names: row.raw_names,
-        python_locations: sites
-            .into_iter()
-            .map(|(location, ns)| SiteShare {
-                location,
-                share_pct: percent(ns, row.total_ns),
-            })
-            .collect(),
+        launch_site_source: python_locations.first().map_or_else(
+            || SiteSource::Eager.as_str().to_string(),
+            |s| s.launch_site_source.clone(),
+        ),
+        python_locations,
+        input_dims,
         cpu_ops: cpu_ops.into_iter().map(|(op, _)| op).collect(),
         launch_mix,
         name,
@@ -507,6 +560,7 @@ mod tests {
             1,
         );
         b.cpu_op("aten::mm", 100, 1_000, 1, Some(1));
+        b.with_shapes("[[2, 3], [3, 4]]", "[\"float\", \"float\"]");
         b.runtime("cudaLaunchKernel", 200, 50, 1, 10, Some(1));
         b.runtime("cudaLaunchKernel", 400, 50, 1, 11, Some(1));
         b.frame("vllm/attention/layer.py(300): forward", 20_000, 10_000, 1);
@@ -548,15 +602,21 @@ mod tests {
             [
                 SiteShare {
                     location: "vllm/model_executor/layers/linear.py:510 forward".into(),
-                    share_pct: 5_500.0 / 7_000.0 * 100.0
+                    share_pct: 5_500.0 / 7_000.0 * 100.0,
+                    launch_site_source: "eager".into(),
                 },
                 SiteShare {
                     location: "vllm/attention/layer.py:300 forward".into(),
-                    share_pct: 1_500.0 / 7_000.0 * 100.0
+                    share_pct: 1_500.0 / 7_000.0 * 100.0,
+                    launch_site_source: "eager".into(),
                 },
             ]
         );
         assert_eq!(gemm.cpu_ops, ["aten::mm"]);
+        assert_eq!(gemm.launch_site_source, "eager");
+        // The shapes of the launches with the most time (5.5 of 7 us); the second
+        // site's op recorded none.
+        assert_eq!(gemm.input_dims.as_deref(), Some("[[2, 3], [3, 4]]"));
         // Site by CPU op: both sites launched through aten::mm, time as the sites'.
         assert_eq!(
             gemm.launch_mix,
@@ -664,6 +724,9 @@ mod tests {
         assert_eq!(row.launches, 4);
         assert_eq!(row.gpu_time_us, 0.2);
         assert_eq!(row.cpu_ops, ["cudaGraphLaunch"]);
+        assert_eq!(row.launch_site_source, "graph-launch");
+        assert_eq!(row.python_locations[0].launch_site_source, "graph-launch");
+        assert_eq!(row.input_dims, None);
         assert_eq!(
             row.python_locations[0].location,
             "vllm/v1/worker/gpu_model_runner.py:2000 execute_model"

@@ -215,6 +215,13 @@ pub struct TriageArgs {
     #[arg(long, value_name = "PATH")]
     pub formal_input: Option<PathBuf>,
 
+    /// A capture trace (file or directory; repeatable) of the CUDA/HIP graphs the trace
+    /// replays: SGLang --enable-profile-cuda-graph's capture_traces/bs_<bs>_rank<r>.json.gz,
+    /// vLLM's graph_capture_rank_<r>.*.pt.trace.json.gz. Replayed kernels take the launch
+    /// site recorded at capture; capture_traces/ beside the trace is read without it.
+    #[arg(long, value_name = "PATH")]
+    pub capture_input: Vec<PathBuf>,
+
     /// Engine that wrote the trace: auto, or a plugin name or alias (sglang, vllm,
     /// trtllm, tokenspeed, ...). `auto` refuses traces no plugin recognises.
     #[arg(long, value_name = "NAME", default_value = "auto")]

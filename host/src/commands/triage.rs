@@ -45,12 +45,14 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         progress: !args.quiet && std::io::stderr().is_terminal(),
         run_logs: args.run_log.clone(),
         pid_substring: args.pid_substring.clone().filter(|p| !p.is_empty()),
+        capture_inputs: args.capture_input.clone(),
     };
     if let Some(output) = &args.output {
         // Before the run, so a refused output costs no analysis.
         let inputs: Vec<&std::path::Path> = std::iter::once(&request.input)
             .chain(&request.mapping_input)
             .chain(&request.run_logs)
+            .chain(&request.capture_inputs)
             .map(|p| p.as_path())
             .collect();
         refuse_overwriting_inputs(output, &inputs)?;
@@ -80,5 +82,6 @@ pub fn flags_given(args: &TriageArgs) -> bool {
     args.input.is_some()
         || args.mapping_input.is_some()
         || args.formal_input.is_some()
+        || !args.capture_input.is_empty()
         || args.output.is_some()
 }

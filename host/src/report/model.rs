@@ -124,6 +124,16 @@ pub struct KernelRow {
     pub python_locations: Vec<SiteShare>,
     /// CPU ops of the same sites, most common first.
     pub cpu_ops: Vec<String>,
+    /// Where the launch site of the row's largest site (`python_locations[0]`) came from:
+    /// `eager` (its own launch), `graph-launch` (a graph replay charged to the graph
+    /// launch), `capture` (the node recorded in a capture trace), `mapping` (the kernel
+    /// aligned in the mapping trace), `graph-node` (a graph node id joined to the capture).
+    #[serde(default = "eager_source")]
+    pub launch_site_source: String,
+    /// The launching CPU op's `Input Dims` (its JSON text) of the row's launches with the
+    /// most GPU time, when the trace or its capture recorded shapes; ties by text.
+    #[serde(default)]
+    pub input_dims: Option<String>,
     /// The row's GPU time by launch site and CPU op together, so a matcher can count only
     /// the launches that belong to a pattern (`analyze::fuse`); not part of the report.
     #[serde(skip)]
@@ -146,6 +156,16 @@ pub struct SiteShare {
     pub location: String,
     /// Share of this row's GPU time launched from here.
     pub share_pct: f64,
+    /// Where this site came from (the `launch_site_source` spellings): the source of the
+    /// most of its GPU time.
+    #[serde(default = "eager_source")]
+    pub launch_site_source: String,
+}
+
+/// `launch_site_source` of reports saved before it existed: every site was eager or a
+/// graph launch, and neither told apart.
+fn eager_source() -> String {
+    "eager".to_string()
 }
 
 /// One row of the overlap-opportunity table: a headroom or low-roi-hidden kernel with its

@@ -7,6 +7,7 @@ pub(super) fn site(location: &str, share_pct: f64) -> SiteShare {
     SiteShare {
         location: location.to_string(),
         share_pct,
+        launch_site_source: "eager".to_string(),
     }
 }
 
@@ -26,6 +27,8 @@ pub(super) fn row(
         launches,
         python_locations: Vec::new(),
         cpu_ops: Vec::new(),
+        launch_site_source: "eager".to_string(),
+        input_dims: None,
         launch_mix: Vec::new(),
     }
 }

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use super::escape::trace;
 use super::model::{
     FusionEvidence, FusionRow, KernelRow, OverlapRow, OverlapStage, Report, SimilarityNote,
+    SiteShare,
 };
 
 /// The everyday server args worth one header line, in this order. The rest stay in the
@@ -358,22 +359,39 @@ fn location_text(location: &str) -> String {
 }
 
 /// The first sites; each with its site share only when there is more than one to tell
-/// apart. No site at all reads `unresolved`.
+/// apart, and with where it came from when that was not the launch itself
+/// ([`resolved_source`]). No site at all reads `unresolved`.
 pub(super) fn location_lines(row: &KernelRow) -> Cell {
     let shown = &row.python_locations[..row.python_locations.len().min(SITES_SHOWN)];
     match shown {
         [] => vec![UNRESOLVED.to_string()],
-        [only] => vec![location_text(&only.location)],
+        [only] => vec![match resolved_source(only) {
+            Some(source) => format!("{} ({source})", location_text(&only.location)),
+            None => location_text(&only.location),
+        }],
         several => several
             .iter()
             .map(|site| {
+                let source = resolved_source(site).map_or(String::new(), |s| format!("{s}, "));
                 format!(
-                    "{} (site share {:.0}%)",
+                    "{} ({source}site share {:.0}%)",
                     location_text(&site.location),
                     site.share_pct
                 )
             })
             .collect(),
+    }
+}
+
+/// The source a site's location was resolved from, when it was not its own launch:
+/// `capture`, `mapping` or `graph-node`. `eager` says nothing, and `graph-launch` the
+/// stage note says already (every replayed kernel charged to its graph launch).
+fn resolved_source(site: &SiteShare) -> Option<&'static str> {
+    match site.launch_site_source.as_str() {
+        "capture" => Some("capture"),
+        "mapping" => Some("mapping"),
+        "graph-node" => Some("graph-node"),
+        _ => None,
     }
 }
 
@@ -691,6 +709,37 @@ mod tests {
         assert_eq!(
             location_cell("models/utils.py:9 apply_qk_norm"),
             "apply_qk_norm @ models/utils.py:9"
+        );
+    }
+
+    /// A site resolved from a capture says so; eager and graph-launch sites read as before.
+    #[test]
+    fn resolved_sites_name_their_source() {
+        use crate::report::sample::{row, site};
+        let mut kernel = row("k", "gemm", 10.0, 10.0, 1);
+        kernel.python_locations = vec![site("models/qwen3.py:263 forward", 100.0)];
+        kernel.python_locations[0].launch_site_source = "capture".into();
+        assert_eq!(
+            location_lines(&kernel),
+            [format!(
+                "{} (capture)",
+                trace("models/qwen3.py:263 forward")
+            )]
+        );
+        kernel
+            .python_locations
+            .push(site("runner.py:3194 _forward_raw", 40.0));
+        kernel.python_locations[0].share_pct = 60.0;
+        kernel.python_locations[1].launch_site_source = "graph-launch".into();
+        assert_eq!(
+            location_lines(&kernel),
+            [
+                format!(
+                    "{} (capture, site share 60%)",
+                    trace("models/qwen3.py:263 forward")
+                ),
+                format!("{} (site share 40%)", trace("runner.py:3194 _forward_raw")),
+            ]
         );
     }
 }

@@ -62,22 +62,31 @@ pub fn graph_capture(trace: &Trace) -> Option<GraphCapture> {
 /// A runtime or driver call that launches one kernel (`cudaLaunchKernel`,
 /// `cudaLaunchKernelExC`, `cuLaunchKernelEx`, `hipLaunchKernel`, `hipExtModuleLaunchKernel`,
 /// `hipModuleLaunchKernel`); not `cudaGraphLaunch`, which replays many.
-fn is_kernel_launch(name: &str) -> bool {
+pub fn is_kernel_launch(name: &str) -> bool {
     name.contains("LaunchKernel")
 }
 
 /// `capture_<digits>_<MODE>`: SGLang's `capture_32_DECODE`, vLLM's `capture_8_FULL`.
 fn is_capture_annotation(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix("capture_") else {
-        return false;
-    };
-    let Some((size, mode)) = rest.split_once('_') else {
-        return false;
-    };
-    !size.is_empty()
+    capture_annotation(name).is_some()
+}
+
+/// The size and mode a capture annotation names: `capture_32_DECODE` -> (32, `DECODE`).
+/// SGLang's graph runner records `capture_<bs>_<MODE>` (`cuda_graph_runner.py`), vLLM's
+/// graph-capture profiler `capture_<num_tokens>_<MODE>` or, for a speculator,
+/// `capture_<num_tokens>_<prefix>_<MODE>` (`FULL`, `PIECEWISE`): the mode is the text
+/// after the size, whole.
+pub fn capture_annotation(name: &str) -> Option<(u32, &str)> {
+    let rest = name.strip_prefix("capture_")?;
+    let (size, mode) = rest.split_once('_')?;
+    let valid = !size.is_empty()
         && size.bytes().all(|b| b.is_ascii_digit())
         && !mode.is_empty()
-        && mode.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && mode.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !valid {
+        return None;
+    }
+    Some((size.parse().ok()?, mode))
 }
 
 #[cfg(test)]
@@ -157,5 +166,15 @@ mod tests {
         ] {
             assert!(!is_capture_annotation(name), "{name}");
         }
+        assert_eq!(
+            capture_annotation("capture_32_DECODE"),
+            Some((32, "DECODE"))
+        );
+        assert_eq!(
+            capture_annotation("capture_8_draft_FULL"),
+            Some((8, "draft_FULL"))
+        );
+        // Past u32: not a size any engine captures.
+        assert_eq!(capture_annotation("capture_99999999999_FULL"), None);
     }
 }

@@ -145,56 +145,146 @@ pub fn is_graph_launch(name: &str) -> bool {
 /// Links every GPU op of `trace` to its runtime call, cpu_op and Python stack.
 pub fn link(trace: &Trace) -> Linked {
     let (runtime_of, collisions) = runtime_calls_of_ops(trace);
-    let ops_by_external = index_cpu_ops_by_external_id(trace, &runtime_of);
+    // The ids looked up: the launching call's, and each op's own.
+    let wanted = trace
+        .gpu_ops
+        .iter()
+        .zip(&runtime_of)
+        .flat_map(|(op, runtime)| {
+            let call = runtime.map(|r| &trace.runtime[r as usize]);
+            [call.and_then(|c| c.external_id), op.external_id]
+        });
+    let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
 
-    // Where and when each op was launched: (thread, CPU time), if known.
-    let mut sites = Vec::with_capacity(trace.gpu_ops.len());
-    let mut launch_points: Vec<Option<(Thread, Ns)>> = Vec::with_capacity(trace.gpu_ops.len());
-    // The cpu_op chosen by External id, before the containment check.
-    let mut external_ops: Vec<Option<u32>> = Vec::with_capacity(trace.gpu_ops.len());
+    let mut launches = Vec::with_capacity(trace.gpu_ops.len());
     for (op, runtime) in trace.gpu_ops.iter().zip(&runtime_of) {
-        let mut site = LaunchSite::default();
-        let mut point = None;
-        let mut external_op = None;
-        if let Some(r) = *runtime {
-            let call = &trace.runtime[r as usize];
-            site.runtime = Some(r);
-            site.launch_ts = Some(call.ts);
-            site.graph_replay = is_graph_launch(trace.name(call.name));
-            if site.graph_replay {
-                site.cpu_op = Some(call.name);
-                site.source = SiteSource::GraphLaunch;
-            }
-            point = Some(((call.pid, call.tid), call.ts));
-            let external = call.external_id.or(op.external_id);
-            external_op = external.and_then(|id| {
-                pick_cpu_op(
-                    trace,
-                    ops_by_external.get(trace, id)?,
-                    (call.pid, call.tid),
-                    call.ts,
-                )
-            });
-        } else if let Some(id) = op.external_id {
-            // Legacy traces: no runtime events, the op's External id names its cpu_op.
-            if let Some(c) = ops_by_external.get(trace, id).and_then(|cands| {
-                nearest_start_at_or_before(cands, |&c| trace.cpu_ops[c as usize].ts, op.ts)
-            }) {
-                let cpu = &trace.cpu_ops[c as usize];
-                site.cpu_op = Some(cpu.name);
-                site.input_dims = cpu.input_dims;
-                site.input_types = cpu.input_types;
-                site.launch_ts = Some(cpu.ts);
-                // Probe inside the op, past its own start, where its frames are open.
-                point = Some(((cpu.pid, cpu.tid), cpu.ts + (cpu.dur / 2).min(1000)));
-                external_op = Some(c);
-            }
-        }
-        sites.push(site);
-        launch_points.push(point);
-        external_ops.push(external_op);
+        let launch = match *runtime {
+            Some(r) => launch_of_call(trace, &ops_by_external, r, op.external_id),
+            None => legacy_launch_of_op(trace, &ops_by_external, op.external_id, op.ts),
+        };
+        launches.push(launch);
     }
+    let (sites, stacks) = finish_sites(trace, launches);
 
+    let mut counts = LinkCounts::default();
+    for (site, runtime) in sites.iter().zip(&runtime_of) {
+        counts.linked += u64::from(site.runtime.is_some() || site.cpu_op.is_some());
+        counts.no_launch += u64::from(runtime.is_none());
+        counts.no_stack += u64::from(site.stack.is_none());
+        counts.graph_replays += u64::from(site.graph_replay);
+    }
+    Linked {
+        sites,
+        stacks,
+        counts,
+        collisions,
+    }
+}
+
+/// Links runtime calls themselves (indices into `trace.runtime`) to their cpu_op, shapes
+/// and Python stack, by the same rules as [`link`]: a graph-capture trace's launch calls
+/// are its graph's nodes, and no kernel of theirs ran to link from. `sites` is parallel
+/// to `calls`; `counts.linked` counts calls with a cpu_op, `no_stack` those without a
+/// Python frame.
+pub fn link_launches(trace: &Trace, calls: &[u32]) -> Linked {
+    let wanted = calls.iter().map(|&c| trace.runtime[c as usize].external_id);
+    let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
+    let launches = calls
+        .iter()
+        .map(|&c| launch_of_call(trace, &ops_by_external, c, None))
+        .collect();
+    let (sites, stacks) = finish_sites(trace, launches);
+    let counts = LinkCounts {
+        linked: sites.iter().filter(|s| s.cpu_op.is_some()).count() as u64,
+        no_stack: sites.iter().filter(|s| s.stack.is_none()).count() as u64,
+        ..LinkCounts::default()
+    };
+    Linked {
+        sites,
+        stacks,
+        counts,
+        collisions: 0,
+    }
+}
+
+/// A launch before its cpu_op and stack are chosen: the site so far, where and when it
+/// happened on the CPU, and the cpu_op its External id names (before the containment
+/// check).
+struct PendingLaunch {
+    site: LaunchSite,
+    point: Option<(Thread, Ns)>,
+    external_op: Option<u32>,
+}
+
+/// The launch of runtime call `r`; `fallback_external` is the External id to use when the
+/// call has none (a kernel's own).
+fn launch_of_call(
+    trace: &Trace,
+    ops_by_external: &OpsByExternalId,
+    r: u32,
+    fallback_external: Option<u64>,
+) -> PendingLaunch {
+    let call = &trace.runtime[r as usize];
+    let mut site = LaunchSite {
+        runtime: Some(r),
+        launch_ts: Some(call.ts),
+        graph_replay: is_graph_launch(trace.name(call.name)),
+        ..LaunchSite::default()
+    };
+    if site.graph_replay {
+        site.cpu_op = Some(call.name);
+        site.source = SiteSource::GraphLaunch;
+    }
+    let external = call.external_id.or(fallback_external);
+    let external_op = external.and_then(|id| {
+        pick_cpu_op(
+            trace,
+            ops_by_external.get(trace, id)?,
+            (call.pid, call.tid),
+            call.ts,
+        )
+    });
+    PendingLaunch {
+        site,
+        point: Some(((call.pid, call.tid), call.ts)),
+        external_op,
+    }
+}
+
+/// Legacy traces: no runtime events, the op's External id names its cpu_op.
+fn legacy_launch_of_op(
+    trace: &Trace,
+    ops_by_external: &OpsByExternalId,
+    external_id: Option<u64>,
+    op_ts: Ns,
+) -> PendingLaunch {
+    let mut launch = PendingLaunch {
+        site: LaunchSite::default(),
+        point: None,
+        external_op: None,
+    };
+    let Some(id) = external_id else {
+        return launch;
+    };
+    if let Some(c) = ops_by_external.get(trace, id).and_then(|cands| {
+        nearest_start_at_or_before(cands, |&c| trace.cpu_ops[c as usize].ts, op_ts)
+    }) {
+        let cpu = &trace.cpu_ops[c as usize];
+        launch.site.cpu_op = Some(cpu.name);
+        launch.site.input_dims = cpu.input_dims;
+        launch.site.input_types = cpu.input_types;
+        launch.site.launch_ts = Some(cpu.ts);
+        // Probe inside the op, past its own start, where its frames are open.
+        launch.point = Some(((cpu.pid, cpu.tid), cpu.ts + (cpu.dur / 2).min(1000)));
+        launch.external_op = Some(c);
+    }
+    launch
+}
+
+/// Chooses each pending launch's cpu_op (with its shapes) and Python stack: the sites,
+/// and the interned stacks they point into.
+fn finish_sites(trace: &Trace, launches: Vec<PendingLaunch>) -> (Vec<LaunchSite>, Vec<Vec<Sym>>) {
+    let launch_points: Vec<Option<(Thread, Ns)>> = launches.iter().map(|l| l.point).collect();
     // The Python stacks on a second core while the cpu_ops are chosen here: the two
     // sweeps are independent and each costs a pass over millions of intervals.
     let (innermost_ops, (stack_of, stacks)) = std::thread::scope(|scope| {
@@ -207,43 +297,29 @@ pub fn link(trace: &Trace) -> Linked {
     });
     // cpu_op: the External-id op when it contains the launch on the launching thread,
     // else the innermost op there that does, else the External-id op anyway.
-    for (i, site) in sites.iter_mut().enumerate() {
-        if site.cpu_op.is_some() {
-            continue;
-        }
-        let contains = |c: u32| {
-            let cpu = &trace.cpu_ops[c as usize];
-            launch_points[i].is_some_and(|((pid, tid), t)| {
-                cpu.pid == pid && cpu.tid == tid && contains_time(cpu.ts, cpu.ts + cpu.dur, t)
-            })
-        };
-        let chosen = match external_ops[i] {
-            Some(c) if contains(c) => Some(c),
-            other => innermost_ops[i].or(other),
-        };
-        // An eager launch's shapes are its CPU op's (a graph replay's are not: it
-        // continued above, charged to the graph launch).
-        if let Some(cpu) = chosen.map(|c| &trace.cpu_ops[c as usize]) {
-            site.cpu_op = Some(cpu.name);
-            site.input_dims = cpu.input_dims;
-            site.input_types = cpu.input_types;
-        }
-    }
-
-    let mut counts = LinkCounts::default();
-    for ((site, stack), &runtime) in sites.iter_mut().zip(stack_of).zip(&runtime_of) {
+    let mut sites = Vec::with_capacity(launches.len());
+    for (i, (launch, stack)) in launches.into_iter().zip(stack_of).enumerate() {
+        let mut site = launch.site;
         site.stack = stack;
-        counts.linked += u64::from(site.runtime.is_some() || site.cpu_op.is_some());
-        counts.no_launch += u64::from(runtime.is_none());
-        counts.no_stack += u64::from(stack.is_none());
-        counts.graph_replays += u64::from(site.graph_replay);
+        if site.cpu_op.is_none() {
+            let contains = |c: u32| {
+                let cpu = &trace.cpu_ops[c as usize];
+                launch_points[i].is_some_and(|((pid, tid), t)| {
+                    cpu.pid == pid && cpu.tid == tid && contains_time(cpu.ts, cpu.ts + cpu.dur, t)
+                })
+            };
+            let chosen = match launch.external_op {
+                Some(c) if contains(c) => Some(c),
+                other => innermost_ops[i].or(other),
+            };
+            let cpu = chosen.map(|c| &trace.cpu_ops[c as usize]);
+            site.cpu_op = cpu.map(|op| op.name);
+            site.input_dims = cpu.and_then(|op| op.input_dims);
+            site.input_types = cpu.and_then(|op| op.input_types);
+        }
+        sites.push(site);
     }
-    Linked {
-        sites,
-        stacks,
-        counts,
-        collisions,
-    }
+    (sites, stacks)
 }
 
 /// (pid, tid) of a CPU thread.
@@ -422,14 +498,11 @@ impl OpsByExternalId {
     }
 }
 
-fn index_cpu_ops_by_external_id(trace: &Trace, runtime_of: &[Option<u32>]) -> OpsByExternalId {
-    // The ids `link` looks up: the launching call's, and each op's own.
-    let mut wanted: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
-    for (op, runtime) in trace.gpu_ops.iter().zip(runtime_of) {
-        let call = runtime.map(|r| &trace.runtime[r as usize]);
-        wanted.extend(call.and_then(|c| c.external_id));
-        wanted.extend(op.external_id);
-    }
+fn index_cpu_ops_by_external_id(
+    trace: &Trace,
+    wanted_ids: impl Iterator<Item = Option<u64>>,
+) -> OpsByExternalId {
+    let wanted: rustc_hash::FxHashSet<u64> = wanted_ids.flatten().collect();
     let mut ops: Vec<u32> = (0..trace.cpu_ops.len() as u32)
         .filter(|&c| {
             trace.cpu_ops[c as usize]

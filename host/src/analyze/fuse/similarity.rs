@@ -301,8 +301,11 @@ mod tests {
             python_locations: vec![SiteShare {
                 location: location.to_string(),
                 share_pct: 100.0,
+                launch_site_source: "graph-launch".to_string(),
             }],
             cpu_ops: vec!["cudaGraphLaunch".to_string()],
+            launch_site_source: "graph-launch".to_string(),
+            input_dims: None,
             launch_mix: Vec::new(),
         }
     }

@@ -34,8 +34,11 @@ fn kernel(name: &str, us: f64, location: &str, op: &str) -> KernelRow {
         python_locations: vec![SiteShare {
             location: location.to_string(),
             share_pct: 100.0,
+            launch_site_source: "eager".to_string(),
         }],
         cpu_ops: vec![op.to_string()],
+        launch_site_source: "eager".to_string(),
+        input_dims: None,
         launch_mix: Vec::new(),
     }
 }
@@ -464,6 +467,7 @@ fn kernel_at(name: &str, us: f64, op: &str, sites: &[(&str, f64)]) -> KernelRow 
         .map(|(location, share_pct)| SiteShare {
             location: location.to_string(),
             share_pct: *share_pct,
+            launch_site_source: "eager".to_string(),
         })
         .collect();
     row

@@ -34,6 +34,8 @@ use std::time::SystemTime;
 
 use regex::Regex;
 
+pub mod capture_files;
+
 use crate::error::TriageError;
 use crate::trace::stage::{stage_from_path, Stage};
 use crate::untrusted_file::{read_capped, special_kind, Links};
@@ -67,6 +69,9 @@ pub struct TraceSet {
     /// Whether `input` is a directory: there a file that fails the full read is skipped
     /// and noted (the run fails only when none can be read); a single file fails the run.
     pub directory: bool,
+    /// Capture traces of the CUDA/HIP graphs the run replays, found beside its traces
+    /// (`capture_files`), of the analysed rank; never analysed as traces of the run.
+    pub capture_files: Vec<PathBuf>,
 }
 
 /// Resolves `input` to the trace files to analyse. `rank` picks a TP rank other than
@@ -124,12 +129,22 @@ fn discover_file(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageErro
     let mut near = vec![dir.clone()];
     near.extend(capture_root_of_stage_dir(&dir));
     let server_args = find_server_args(&near, &[])?;
+    let capture_files = if capture_files::is_capture_file(input) {
+        Vec::new()
+    } else {
+        of_rank(
+            capture_files::capture_files_beside(&dir),
+            file.rank,
+            &mut notes,
+        )
+    };
     Ok(TraceSet {
         input: input.to_path_buf(),
         files: vec![file],
         server_args,
         notes,
         directory: false,
+        capture_files,
     })
 }
 
@@ -177,6 +192,18 @@ fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError
     if found.is_empty() {
         return Err(no_traces(input, &not_traces));
     }
+    // Capture traces are the graphs' records, not ranks or stages of the run; only a
+    // directory of nothing else is analysed as given (and reported as captures).
+    let (captures, found): (Vec<Found>, Vec<Found>) = if found
+        .iter()
+        .all(|f| capture_files::is_capture_file(&f.path))
+    {
+        (Vec::new(), found)
+    } else {
+        found
+            .into_iter()
+            .partition(|f| capture_files::is_capture_file(&f.path))
+    };
     notes.extend(
         not_traces
             .iter()
@@ -207,13 +234,34 @@ fn discover_dir(input: &Path, rank: Option<u32>) -> Result<TraceSet, TriageError
     near.push(input_dir.clone());
     near.extend(capture_root_of_stage_dir(&input_dir));
     let server_args = find_server_args(&near, &[input.to_path_buf()])?;
+    let rank = files.iter().find_map(|f| f.rank);
+    let mut capture_paths: Vec<PathBuf> = captures.into_iter().map(|f| f.path).collect();
+    capture_paths.sort();
+    let capture_files = of_rank(capture_paths, rank, &mut notes);
     Ok(TraceSet {
         input: input.to_path_buf(),
         files,
         server_args,
         notes,
         directory: true,
+        capture_files,
     })
+}
+
+/// The capture traces of `rank` (rank 0 when the run's names carry none; a capture
+/// without a rank in its name serves any), the others noted.
+fn of_rank(paths: Vec<PathBuf>, rank: Option<u32>, notes: &mut Vec<String>) -> Vec<PathBuf> {
+    let wanted = rank.unwrap_or(0);
+    let (kept, others): (Vec<PathBuf>, Vec<PathBuf>) = paths
+        .into_iter()
+        .partition(|p| capture_files::capture_rank(p).is_none_or(|r| r == wanted));
+    for path in others {
+        notes.push(format!(
+            "not used: capture trace {} (another rank than the analysed rank {wanted})",
+            path.display()
+        ));
+    }
+    kept
 }
 
 /// The error for a directory without traces, naming the JSON files that were not.

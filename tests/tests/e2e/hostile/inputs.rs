@@ -453,7 +453,7 @@ fn kernels_without_launches_are_analysed_unresolved() {
     let row = &report["stages"][0]["kernels"][0];
     assert_eq!(
         row["python_locations"],
-        json!([{"location": "unresolved", "share_pct": 100.0}])
+        json!([{"location": "unresolved", "share_pct": 100.0, "launch_site_source": "eager"}])
     );
     // Said out loud, not silently unresolved.
     let stage_notes = report["stages"][0]["notes"].as_array().unwrap();
