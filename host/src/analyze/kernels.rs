@@ -14,7 +14,7 @@ use crate::trace::event::{Sym, Trace};
 /// Sums of durations: i128, so no hostile trace of huge durations can overflow them
 /// (one i64 `dur` fits; three 5e18 ns ones do not).
 type SumNs = i128;
-use crate::trace::link::{Linked, StackId};
+use crate::trace::link::{Linked, SiteSource, StackId};
 use crate::trace::names::{canonical_name, short_name, SHORT_ARGS_MAX};
 use crate::trace::stage::{Stage, StageSplit};
 
@@ -188,7 +188,8 @@ fn accumulate_trace(
         let acc = stages.entry(stage).or_default();
         acc.total_ns += SumNs::from(op.dur);
         acc.unlinked += u64::from(site.runtime.is_none() && site.cpu_op.is_none());
-        acc.graph_replays += u64::from(site.graph_replay);
+        // Replays a capture or mapping trace resolved have a location of their own.
+        acc.graph_replays += u64::from(site.source == SiteSource::GraphLaunch);
 
         let canonical = canonical_of
             .entry(op.name)

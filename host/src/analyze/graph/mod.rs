@@ -3,3 +3,4 @@
 //! the mapping trace of `--mapping-input`), found by aligning the two kernel sequences.
 
 pub mod align;
+pub(crate) mod mapping;
