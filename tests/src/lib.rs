@@ -15,6 +15,7 @@
 pub mod compiled_tp;
 pub mod emulator;
 mod engines;
+pub mod graph_pairs;
 pub mod timeline;
 
 use std::collections::BTreeMap;

@@ -16,6 +16,11 @@
 //! `make-fixtures --timeline OUT_DIR` writes the timeline scenarios (injected host
 //! delays, sync waits, launch-bound stretches and in-graph gaps, CUDA and HIP) as
 //! `OUT_DIR/<scenario>/<trace>` with `ground_truth.json` beside each.
+//!
+//! `make-fixtures --graph-pairs OUT_DIR` writes graph-off/graph-on trace pairs (graph
+//! nodes missing, extra, fused and split against the eager launches) as
+//! `OUT_DIR/<pair>/{graph-off,graph-on}/…` with `ground_truth.json`, for the mapping
+//! alignment.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,8 +35,9 @@ fn main() -> ExitCode {
         [out] => (out, write_example),
         [flag, out] if flag == "--matrix" => (out, llm_triage_tests::write_matrix),
         [flag, out] if flag == "--timeline" => return write_timeline(Path::new(out)),
+        [flag, out] if flag == "--graph-pairs" => return write_graph_pairs(Path::new(out)),
         _ => {
-            eprintln!("usage: make-fixtures [--matrix | --timeline] OUT_DIR");
+            eprintln!("usage: make-fixtures [--matrix | --timeline | --graph-pairs] OUT_DIR");
             return ExitCode::from(2);
         }
     };
@@ -69,6 +75,27 @@ fn write_timeline(out: &Path) -> ExitCode {
                     truth.trace.display(),
                     truth.steps.len(),
                     truth.delays.len()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("make-fixtures: cannot write {}: {e}", out.display());
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn write_graph_pairs(out: &Path) -> ExitCode {
+    match llm_triage_tests::graph_pairs::write_graph_pairs(out) {
+        Ok(truths) => {
+            for truth in truths {
+                let (ops, ns) = truth.unmatched();
+                println!(
+                    "{}: {} graph nodes x {} replays, {ops} replayed ops without a counterpart ({ns} ns)",
+                    truth.name,
+                    truth.nodes.len(),
+                    truth.replays
                 );
             }
             ExitCode::SUCCESS

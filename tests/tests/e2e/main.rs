@@ -24,6 +24,7 @@ mod display_names;
 mod engine_fixtures;
 mod faults;
 mod fuse_shared_traces;
+mod graph_mapping;
 mod hostile;
 mod overlap;
 mod perf_identity;
