@@ -370,7 +370,7 @@ fn fuse(
 fn pair_reordered(alignment: &mut Alignment, query: &[Ids], reference: &[Ids]) {
     // Where the next query node belongs: just past the last paired node's counterpart.
     let mut expected = 0usize;
-    for q in 0..query.len() {
+    for (q, &node) in query.iter().enumerate() {
         if let Some(other) = alignment.query[q].other() {
             expected = other + 1;
             continue;
@@ -378,7 +378,7 @@ fn pair_reordered(alignment: &mut Alignment, query: &[Ids], reference: &[Ids]) {
         let low = expected.saturating_sub(REORDER_REACH);
         let high = (expected + REORDER_REACH + 1).min(reference.len());
         let nearest = (low..high)
-            .filter(|&r| reference[r].0 == query[q].0 && alignment.reference[r].other().is_none())
+            .filter(|&r| reference[r].0 == node.0 && alignment.reference[r].other().is_none())
             .min_by_key(|&r| (r.abs_diff(expected), r));
         if let Some(r) = nearest {
             let kind = PairKind::Exact;
