@@ -118,7 +118,8 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         families,
         fusions: fusion_catalog,
         overlap: known_paths,
-        forward_calls,
+        steps: step_catalog,
+        devices: _,
     } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
@@ -207,7 +208,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         &families,
         &TimelineOptions {
             top_gaps: request.top_gaps,
-            forward_calls: &forward_calls,
+            steps: &step_catalog,
         },
     );
     let mut stages = attach_timeline(stages, timelines);
@@ -510,6 +511,14 @@ fn read_notes(traces: &[Trace]) -> Vec<String> {
                 "{}: top-level values over the reader's size limit skipped: {}",
                 file_name(&trace.path),
                 by_field(&s.oversized_top_level)
+            ));
+        }
+        if !s.oversized_fields.is_empty() {
+            notes.push(format!(
+                "{}: optional values over the reader's 64 KiB limit left out of events that \
+                 were kept: {}",
+                file_name(&trace.path),
+                by_field(&s.oversized_fields)
             ));
         }
         if s.total() == 0 {

@@ -160,3 +160,59 @@ pub mod v1_2 {
         }
     }
 }
+
+/// The 1.3.0 root module (text tools, before plugin-named step markers). Frozen like
+/// [`v1_0`].
+pub mod v1_3 {
+    use abi_stable::{
+        declare_root_module_statics,
+        library::RootModule,
+        sabi_types::VersionStrings,
+        std_types::{ROption, RResult, RStr, RString},
+        StableAbi,
+    };
+
+    use crate::{
+        Attribution, CapturePlan, CaptureRequest, Claim, EndpointEvidence, Manifest, MarkerKind,
+        StageHint, ToolBox, TraceEvidence,
+    };
+
+    /// The plugin-API version this layout shipped in.
+    pub const API_VERSION: &str = "1.3.0";
+
+    #[repr(C)]
+    #[derive(StableAbi)]
+    #[sabi(kind(Prefix(prefix_ref = FrameworkPluginRef)))]
+    #[sabi(missing_field(option))]
+    pub struct FrameworkPlugin {
+        pub manifest: extern "C" fn() -> RResult<Manifest, RString>,
+        pub detect: extern "C" fn(&TraceEvidence) -> RResult<ROption<Claim>, RString>,
+        pub attribution: extern "C" fn() -> RResult<Attribution, RString>,
+        #[sabi(last_prefix_field)]
+        pub stage_of: extern "C" fn(MarkerKind, RStr<'_>) -> RResult<StageHint, RString>,
+        pub fusion_registry: extern "C" fn() -> RResult<RString, RString>,
+        pub capture_plan:
+            extern "C" fn(&CaptureRequest, &EndpointEvidence) -> RResult<CapturePlan, RString>,
+        pub detect_endpoint: extern "C" fn(&EndpointEvidence) -> RResult<ROption<Claim>, RString>,
+        pub tools: extern "C" fn() -> RResult<ToolBox, RString>,
+    }
+
+    impl RootModule for FrameworkPluginRef {
+        declare_root_module_statics! {FrameworkPluginRef}
+        const BASE_NAME: &'static str = "llm_triage_plugin";
+        const NAME: &'static str = "llm_triage_plugin";
+        const VERSION_STRINGS: VersionStrings = VersionStrings::new(API_VERSION);
+    }
+
+    impl FrameworkPluginRef {
+        /// This 1.3 module seen through the current layout; `step_catalog` reads as
+        /// absent (`None`).
+        ///
+        /// # Safety
+        /// As [`super::v1_0::FrameworkPluginRef::upgrade`]: `self` passed the
+        /// checked load against this frozen layout, which prefixes the current one.
+        pub unsafe fn upgrade(self) -> crate::FrameworkPluginRef {
+            crate::FrameworkPluginRef(unsafe { self.0.cast() })
+        }
+    }
+}

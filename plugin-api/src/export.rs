@@ -107,6 +107,9 @@ fn install_quiet_hook() {
 /// wrapped in `guarded` (a panic returns as an error). `registry = <&'static str>` adds
 /// the plugin's fusion-catalog rows (usually `include_str!` of
 /// `catalog/fusions/<origin>.toml`); without it the plugin exports an empty registry.
+/// `steps = <&'static str>` (API 1.4) adds the engine's step markers and forward calls
+/// (usually `include_str!` of `catalog/steps/<origin>.toml`, the format of
+/// `catalog/steps.toml`); without it the plugin names none and the host's rows apply.
 ///
 /// The plugin crate must be a `cdylib` whose library name contains `llm_triage_plugin`
 /// (the host only opens such files) and must depend on `abi_stable` itself: the
@@ -114,9 +117,15 @@ fn install_quiet_hook() {
 #[macro_export]
 macro_rules! export_plugin {
     ($plugin:ty) => {
-        $crate::export_plugin!($plugin, registry = "");
+        $crate::export_plugin!($plugin, registry = "", steps = "");
     };
     ($plugin:ty, registry = $registry:expr) => {
+        $crate::export_plugin!($plugin, registry = $registry, steps = "");
+    };
+    ($plugin:ty, steps = $steps:expr) => {
+        $crate::export_plugin!($plugin, registry = "", steps = $steps);
+    };
+    ($plugin:ty, registry = $registry:expr, steps = $steps:expr) => {
         mod __llm_triage_exported {
             use super::*;
             use $crate::__private::*;
@@ -150,6 +159,13 @@ macro_rules! export_plugin {
             extern "C" fn fusion_registry() -> RResult<RString, RString> {
                 $crate::__private::guarded("fusion_registry", || {
                     let text: &'static str = $registry;
+                    RString::from(text)
+                })
+            }
+
+            extern "C" fn step_catalog() -> RResult<RString, RString> {
+                $crate::__private::guarded("step_catalog", || {
+                    let text: &'static str = $steps;
                     RString::from(text)
                 })
             }
@@ -206,6 +222,7 @@ macro_rules! export_plugin {
                     capture_plan,
                     detect_endpoint,
                     tools,
+                    step_catalog,
                 }
                 .leak_into_prefix()
             }

@@ -18,7 +18,8 @@
 //! History: 1.0.0 `manifest`, `detect`, `attribution`, `stage_of`; 1.1.0 adds
 //! `fusion_registry` (the plugin's fusion-catalog rows as TOML text); 1.2.0 adds
 //! `capture_plan` and `detect_endpoint` (live capture, see [`capture`]); 1.3.0 adds
-//! `tools` (named text transforms, see [`tools`]).
+//! `tools` (named text transforms, see [`tools`]); 1.4.0 adds `step_catalog` (the
+//! engine's step markers and forward calls as TOML text, `export_plugin!(…, steps = …)`).
 
 pub mod capture;
 mod export;

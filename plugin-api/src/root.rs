@@ -55,6 +55,11 @@ pub struct FrameworkPlugin {
     /// Since 1.3.0: the plugin's text tools (`llm-triage tool`), possibly none. Read
     /// through the `Option` accessor.
     pub tools: extern "C" fn() -> RResult<ToolBox, RString>,
+    /// Since 1.4.0: the engine's step markers and forward calls, the TOML text of
+    /// `catalog/steps/<origin>.toml` (the format of `catalog/steps.toml`, documented
+    /// there); empty for none. Read through the `Option` accessor: the host's own rows
+    /// are all an older plugin gets.
+    pub step_catalog: extern "C" fn() -> RResult<RString, RString>,
 }
 
 impl RootModule for FrameworkPluginRef {

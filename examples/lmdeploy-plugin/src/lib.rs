@@ -131,7 +131,8 @@ impl EnginePlugin for LmDeploy {
     }
 }
 
-export_plugin!(LmDeploy);
+// Its step markers are data too: `steps.toml` beside Cargo.toml (plugin API 1.4).
+export_plugin!(LmDeploy, steps = include_str!("../steps.toml"));
 
 /// LMDeploy's own annotations: at least one engine-only name and two distinct names.
 fn annotation_signal(evidence: &TraceEvidence) -> Option<Signal> {

@@ -8,6 +8,10 @@
 //!   origin's file and exports it through the plugin API (`fusion_registry`), the host
 //!   embeds `torch.toml`, and [`load_fusions`] merges and validates them;
 //! * [`overlap`]: known overlap paths (`overlap.toml`);
+//! * [`steps`]: step markers and forward calls (`steps.toml`, the host's, and
+//!   `steps/<origin>.toml`, which each engine plugin embeds and exports through the plugin
+//!   API, `step_catalog`), merged by [`load_steps`];
+//! * [`devices`]: GPU peaks, bandwidths and `deviceProperties` names (`devices.toml`);
 //! * [`pattern`]: the token and pattern language all three share;
 //!
 //! [`Catalog::load`] reads all three files, so a triage and `catalog validate` check the
@@ -19,6 +23,7 @@
 
 use std::path::Path;
 
+pub mod devices;
 pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
@@ -27,12 +32,13 @@ pub mod steps;
 
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
+pub use devices::{load_devices, DeviceTable};
 pub use families::{load_families, parse_families, FamilyRule, FamilyRules};
 pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
-pub use steps::{load_forward_calls, ForwardCall, ForwardCalls};
+pub use steps::{load_steps, merge_steps, ForwardCall, StepCatalog, StepMarker, StepSource};
 
 /// Every catalog file of a run, parsed and validated.
 #[derive(Clone, Debug)]
@@ -40,18 +46,21 @@ pub struct Catalog {
     pub families: FamilyRules,
     pub fusions: FusionCatalog,
     pub overlap: KnownPaths,
-    pub forward_calls: ForwardCalls,
+    pub steps: StepCatalog,
+    pub devices: DeviceTable,
 }
 
 impl Catalog {
     /// The built-in catalog plus the loaded plugins' fusion registries, with `dir`'s files
     /// in place of the built-in ones where it has them. The first invalid file fails the
-    /// load (kernel families, then overlap paths, then step boundaries, then fusion rows).
+    /// load (kernel families, then overlap paths, then step boundaries, then devices, then
+    /// fusion rows).
     pub fn load(dir: Option<&Path>, plugins: &PluginSet) -> Result<Catalog, TriageError> {
         Ok(Catalog {
             families: load_families(dir)?,
             overlap: load_known_paths(dir)?,
-            forward_calls: load_forward_calls(dir)?,
+            steps: load_steps(dir, plugins)?,
+            devices: load_devices(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }
@@ -90,7 +99,8 @@ mod tests {
         assert!(!catalog.families.rules.is_empty());
         assert!(!catalog.overlap.paths.is_empty());
         assert!(!catalog.fusions.rules.is_empty());
-        assert!(!catalog.forward_calls.calls.is_empty());
+        assert!(!catalog.steps.markers.is_empty());
+        assert!(!catalog.devices.devices.is_empty());
     }
 
     #[test]

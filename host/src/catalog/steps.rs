@@ -1,22 +1,71 @@
-//! `catalog/steps.toml`: the engines' forward calls, which bound the timeline's steps
-//! when a trace has no step markers (one Python frame per step).
+//! What bounds the timeline's steps, as catalog rows: step markers (a CPU annotation
+//! around each step, such as torch's `ProfilerStep#N`, SGLang's `step[DECODE bs=32]` or
+//! vLLM's `execute_<N>_context_…`) and engines' forward calls (one Python frame per step,
+//! used when a trace has no markers).
+//!
+//! Where the rows come from, one source of truth per fact:
+//! * each engine plugin names its engine's markers and forward calls (plugin API 1.4,
+//!   `step_catalog`): the built-in plugins embed `catalog/steps/<origin>.toml`;
+//! * the host's `catalog/steps.toml` keeps what no engine plugin owns: `ProfilerStep#N`
+//!   (torch.profiler's own) and the forward calls of engines without a plugin
+//!   (nano-vllm); it is the fallback, tried after every plugin's rows, and all there is
+//!   when a plugin predates API 1.4;
+//! * `--catalog DIR`: `DIR/steps.toml` replaces the host's file and
+//!   `DIR/steps/<origin>.toml` that origin's rows.
+//!
+//! Marker rows are tried in catalog order (the built-in engines sglang, vllm, trtllm,
+//! tokenspeed, then other plugins by name, then the host's file): the first marker kind
+//! that holds an op bounds the steps (`host/src/analyze/timeline/steps.rs`).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::one_line;
+use super::fusions::ORIGIN_ORDER;
+use super::{check_catalog_dir, one_line};
 use crate::error::TriageError;
+use crate::plugins::PluginSet;
 
 pub const STEPS_FILE: &str = "steps.toml";
 
+/// The directory of per-origin step files under a `--catalog DIR`.
+pub const STEPS_DIR: &str = "steps";
+
+/// The host's own rows: engine-independent markers and engines without a plugin.
 pub const BUILTIN_STEPS: &str = include_str!("../../../catalog/steps.toml");
+
+/// The origin of the host's own rows.
+pub const HOST_ORIGIN: &str = "host";
+
+/// One kind of step marker: a CPU annotation whose name starts with `prefix` and
+/// contains every text of `contains`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepMarker {
+    pub id: String,
+    /// The plugin (or `host`) whose rows it is.
+    pub origin: String,
+    pub prefix: String,
+    pub contains: Vec<String>,
+    /// How the report names the kind (`step[...]`): the step source reads
+    /// `<shown_as> annotations`.
+    pub shown_as: String,
+}
+
+impl StepMarker {
+    /// Whether the annotation named `name` is this kind of marker.
+    pub fn matches(&self, name: &str) -> bool {
+        name.starts_with(self.prefix.as_str())
+            && self.contains.iter().all(|c| name.contains(c.as_str()))
+    }
+}
 
 /// One engine's forward call: a `python_function` frame `<path>(<line>): <function>`
 /// whose path ends in `file`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ForwardCall {
     pub id: String,
+    pub origin: String,
     pub file: String,
     pub function: String,
 }
@@ -39,30 +88,138 @@ impl ForwardCall {
     }
 }
 
-/// Every forward call of the catalog.
+/// Every step marker and forward call of a run, in catalog order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ForwardCalls {
-    pub calls: Vec<ForwardCall>,
+pub struct StepCatalog {
+    pub markers: Vec<StepMarker>,
+    pub forward_calls: Vec<ForwardCall>,
 }
 
-impl ForwardCalls {
-    /// The call `frame` is, if any.
-    pub fn find(&self, frame: &str) -> Option<&ForwardCall> {
-        self.calls.iter().find(|c| c.matches(frame))
+impl StepCatalog {
+    /// The first marker kind (index into `markers`) the annotation `name` is.
+    pub fn marker_of(&self, name: &str) -> Option<usize> {
+        self.markers.iter().position(|m| m.matches(name))
+    }
+
+    /// The forward call `frame` is, if any.
+    pub fn forward_call(&self, frame: &str) -> Option<&ForwardCall> {
+        self.forward_calls.iter().find(|c| c.matches(frame))
     }
 }
 
-/// `dir`'s `steps.toml` when it has one, else the built-in file.
-pub fn load_forward_calls(dir: Option<&Path>) -> Result<ForwardCalls, TriageError> {
-    if let Some(dir) = dir {
-        let path = dir.join(STEPS_FILE);
-        if path.exists() {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| TriageError::input(&path, format!("cannot read: {e}")))?;
-            return parse_forward_calls(&text, &path);
+/// One steps text and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepSource {
+    pub origin: String,
+    /// Names the source in errors: a file path or `plugin NAME step catalog`.
+    pub name: String,
+    pub text: String,
+}
+
+/// The host's file (or `dir`'s `steps.toml`), every loaded plugin's step catalog (or
+/// `dir`'s `steps/<origin>.toml`), merged and validated.
+pub fn load_steps(dir: Option<&Path>, plugins: &PluginSet) -> Result<StepCatalog, TriageError> {
+    merge_steps(step_sources(dir, plugins)?)
+}
+
+/// The steps texts of a run, in catalog order (see the module doc).
+pub fn step_sources(
+    dir: Option<&Path>,
+    plugins: &PluginSet,
+) -> Result<Vec<StepSource>, TriageError> {
+    let mut by_origin: HashMap<String, StepSource> = HashMap::new();
+    by_origin.insert(
+        HOST_ORIGIN.to_string(),
+        StepSource {
+            origin: HOST_ORIGIN.to_string(),
+            name: "built-in catalog/steps.toml".to_string(),
+            text: BUILTIN_STEPS.to_string(),
+        },
+    );
+    for engine in &plugins.engines {
+        if let Some(text) = engine.step_catalog()? {
+            let origin = engine.name().to_string();
+            by_origin.insert(
+                origin.clone(),
+                StepSource {
+                    origin,
+                    name: format!("plugin {} step catalog", engine.name()),
+                    text,
+                },
+            );
         }
     }
-    parse_forward_calls(BUILTIN_STEPS, Path::new("built-in catalog/steps.toml"))
+    if let Some(dir) = dir {
+        check_catalog_dir(dir)?;
+        let host = dir.join(STEPS_FILE);
+        if host.exists() {
+            by_origin.insert(HOST_ORIGIN.to_string(), read_source(HOST_ORIGIN, &host)?);
+        }
+        let per_origin = dir.join(STEPS_DIR);
+        if per_origin.is_dir() {
+            let entries = std::fs::read_dir(&per_origin)
+                .map_err(|e| TriageError::input(&per_origin, format!("cannot read: {e}")))?;
+            let mut files: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            files.sort();
+            for path in files {
+                let origin = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                by_origin.insert(origin.clone(), read_source(&origin, &path)?);
+            }
+        }
+    }
+    // The built-in engines in their fixed order, other plugins by name, the host last.
+    let rank = |origin: &str| match ORIGIN_ORDER.iter().position(|o| *o == origin) {
+        Some(i) => (0, i, String::new()),
+        None if origin == HOST_ORIGIN => (2, 0, String::new()),
+        None => (1, 0, origin.to_string()),
+    };
+    let mut sources: Vec<StepSource> = by_origin.into_values().collect();
+    sources.sort_by_key(|s| rank(&s.origin));
+    Ok(sources)
+}
+
+fn read_source(origin: &str, path: &Path) -> Result<StepSource, TriageError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| TriageError::input(path, format!("cannot read: {e}")))?;
+    Ok(StepSource {
+        origin: origin.to_string(),
+        name: path.display().to_string(),
+        text,
+    })
+}
+
+/// Parses every source (in the given order) and checks ids are unique across them.
+pub fn merge_steps(sources: Vec<StepSource>) -> Result<StepCatalog, TriageError> {
+    let mut catalog = StepCatalog::default();
+    for source in &sources {
+        let part = parse_steps(&source.text, &source.name, &source.origin)?;
+        let error = |message: String| TriageError::input(PathBuf::from(&source.name), message);
+        for marker in part.markers {
+            if let Some(first) = catalog.markers.iter().find(|m| m.id == marker.id) {
+                return Err(error(format!(
+                    "marker {}: id already used by {}'s rows",
+                    marker.id, first.origin
+                )));
+            }
+            catalog.markers.push(marker);
+        }
+        for call in part.forward_calls {
+            if let Some(first) = catalog.forward_calls.iter().find(|c| c.id == call.id) {
+                return Err(error(format!(
+                    "forward_call {}: id already used by {}'s rows",
+                    call.id, first.origin
+                )));
+            }
+            catalog.forward_calls.push(call);
+        }
+    }
+    Ok(catalog)
 }
 
 #[derive(Deserialize)]
@@ -70,7 +227,20 @@ pub fn load_forward_calls(dir: Option<&Path>) -> Result<ForwardCalls, TriageErro
 struct StepsFile {
     schema: u32,
     #[serde(default)]
+    marker: Vec<MarkerEntry>,
+    #[serde(default)]
     forward_call: Vec<CallEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MarkerEntry {
+    id: String,
+    prefix: String,
+    #[serde(default)]
+    contains: Vec<String>,
+    shown_as: String,
+    checked_against: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -82,9 +252,19 @@ struct CallEntry {
     checked_against: Vec<String>,
 }
 
-/// Parses and validates the forward calls; `path` only names the source in errors.
-pub fn parse_forward_calls(text: &str, path: &Path) -> Result<ForwardCalls, TriageError> {
-    let error = |message: String| TriageError::input(PathBuf::from(path), message);
+/// Whether `text` may name a marker kind in a report: printable ASCII without markup
+/// characters, so a plugin's text needs no escaping to stay one plain phrase.
+fn plain_phrase(text: &str) -> bool {
+    !text.is_empty()
+        && text.chars().count() <= 64
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " []()._#:-=<>".contains(c))
+}
+
+/// Parses and validates one steps text of `origin`; `name` names the source in errors.
+pub fn parse_steps(text: &str, name: &str, origin: &str) -> Result<StepCatalog, TriageError> {
+    let error = |message: String| TriageError::input(PathBuf::from(name), message);
     let file: StepsFile = toml::from_str(text).map_err(|e| {
         error(format!(
             "invalid steps catalog: {}",
@@ -97,7 +277,41 @@ pub fn parse_forward_calls(text: &str, path: &Path) -> Result<ForwardCalls, Tria
             file.schema
         )));
     }
-    let mut calls: Vec<ForwardCall> = Vec::new();
+    let id_ok = |id: &str| !id.is_empty() && id.chars().count() <= 128;
+    let mut catalog = StepCatalog::default();
+    for (i, entry) in file.marker.into_iter().enumerate() {
+        let row = i + 1;
+        if !id_ok(&entry.id) {
+            return Err(error(format!("marker {row}: id must be 1-128 characters")));
+        }
+        let what = format!("marker {row} ({})", entry.id);
+        if entry.prefix.is_empty() || entry.prefix.chars().count() > 128 {
+            return Err(error(format!("{what}: prefix must be 1-128 characters")));
+        }
+        if entry.contains.iter().any(String::is_empty) {
+            return Err(error(format!("{what}: contains holds an empty text")));
+        }
+        if !plain_phrase(&entry.shown_as) {
+            return Err(error(format!(
+                "{what}: shown_as must be 1-64 characters of letters, digits, spaces and []()._#:-=<>"
+            )));
+        }
+        if entry.checked_against.is_empty() {
+            return Err(error(format!(
+                "{what}: checked_against must name the upstream file"
+            )));
+        }
+        if catalog.markers.iter().any(|m| m.id == entry.id) {
+            return Err(error(format!("marker {row}: duplicate id {}", entry.id)));
+        }
+        catalog.markers.push(StepMarker {
+            id: entry.id,
+            origin: origin.to_string(),
+            prefix: entry.prefix,
+            contains: entry.contains,
+            shown_as: entry.shown_as,
+        });
+    }
     for (i, entry) in file.forward_call.into_iter().enumerate() {
         let row = i + 1;
         let function_ok = !entry.function.is_empty()
@@ -105,7 +319,7 @@ pub fn parse_forward_calls(text: &str, path: &Path) -> Result<ForwardCalls, Tria
                 .function
                 .chars()
                 .all(|c| c.is_alphanumeric() || c == '_' || c == '<' || c == '>');
-        if entry.id.is_empty() || entry.id.chars().count() > 128 {
+        if !id_ok(&entry.id) {
             return Err(error(format!(
                 "forward_call {row}: id must be 1-128 characters"
             )));
@@ -128,33 +342,60 @@ pub fn parse_forward_calls(text: &str, path: &Path) -> Result<ForwardCalls, Tria
                 entry.id
             )));
         }
-        if calls.iter().any(|c| c.id == entry.id) {
+        if catalog.forward_calls.iter().any(|c| c.id == entry.id) {
             return Err(error(format!(
                 "forward_call {row}: duplicate id {}",
                 entry.id
             )));
         }
-        calls.push(ForwardCall {
+        catalog.forward_calls.push(ForwardCall {
             id: entry.id,
+            origin: origin.to_string(),
             file: entry.file,
             function: entry.function,
         });
     }
-    Ok(ForwardCalls { calls })
+    Ok(catalog)
+}
+
+/// The built-in engines' step files as their plugins export them, and the host's: the
+/// catalog a triage with the four built-in plugins loads (for tests without plugins).
+#[cfg(test)]
+pub(crate) fn builtin_with_engines() -> StepCatalog {
+    let engine = |origin: &str, text: &str| StepSource {
+        origin: origin.to_string(),
+        name: format!("catalog/steps/{origin}.toml"),
+        text: text.to_string(),
+    };
+    merge_steps(vec![
+        engine("sglang", include_str!("../../../catalog/steps/sglang.toml")),
+        engine("vllm", include_str!("../../../catalog/steps/vllm.toml")),
+        engine("trtllm", include_str!("../../../catalog/steps/trtllm.toml")),
+        engine(
+            "tokenspeed",
+            include_str!("../../../catalog/steps/tokenspeed.toml"),
+        ),
+        engine(HOST_ORIGIN, BUILTIN_STEPS),
+    ])
+    .expect("the built-in step files are valid")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn builtin() -> ForwardCalls {
-        parse_forward_calls(BUILTIN_STEPS, Path::new("steps.toml")).unwrap()
+    fn source(origin: &str, text: &str) -> StepSource {
+        StepSource {
+            origin: origin.to_string(),
+            name: format!("/c/steps/{origin}.toml"),
+            text: text.to_string(),
+        }
     }
 
     #[test]
     fn the_builtin_calls_match_the_frames_real_traces_carry() {
-        let calls = builtin();
-        let id = |frame: &str| calls.find(frame).map(|c| c.id.as_str());
+        let catalog = builtin_with_engines();
+        let id = |frame: &str| catalog.forward_call(frame).map(|c| c.id.as_str());
         assert_eq!(
             id("vllm/v1/worker/gpu_model_runner.py(2907): execute_model"),
             Some("vllm.execute-model")
@@ -166,6 +407,14 @@ mod tests {
         assert_eq!(
             id("nanovllm/engine/model_runner.py(410): run"),
             Some("nano-vllm.model-runner-run")
+        );
+        assert_eq!(
+            id("/usr/lib/python3/dist-packages/tensorrt_llm/_torch/pyexecutor/model_engine.py(2301): forward"),
+            Some("trtllm.model-engine-forward")
+        );
+        assert_eq!(
+            id("/opt/tokenspeed/python/tokenspeed/runtime/execution/forward_step.py(512): __call__"),
+            Some("tokenspeed.forward-step")
         );
         // Neighbours that are not the forward call.
         assert_eq!(id("nanovllm/engine/model_runner.py(381): run_model"), None);
@@ -184,8 +433,51 @@ mod tests {
     }
 
     #[test]
+    fn plugin_rows_come_in_engine_order_before_the_host_fallback() {
+        let catalog = builtin_with_engines();
+        let markers: Vec<(&str, &str)> = catalog
+            .markers
+            .iter()
+            .map(|m| (m.origin.as_str(), m.prefix.as_str()))
+            .collect();
+        assert_eq!(
+            markers,
+            [
+                ("sglang", "step["),
+                ("vllm", "execute_"),
+                ("host", "ProfilerStep#")
+            ]
+        );
+        // The host's file alone: only what no engine plugin owns.
+        let host = merge_steps(vec![source(HOST_ORIGIN, BUILTIN_STEPS)]).unwrap();
+        assert_eq!(host.markers.len(), 1);
+        assert_eq!(host.forward_calls.len(), 1);
+        assert_eq!(host.marker_of("step[DECODE bs=32]"), None);
+        assert_eq!(host.marker_of("ProfilerStep#7"), Some(0));
+        // A third-party plugin's marker is tried after the built-in engines' and before
+        // the host's.
+        let mut sources = vec![
+            source(HOST_ORIGIN, BUILTIN_STEPS),
+            source(
+                "acme",
+                "schema = 1\n[[marker]]\nid = \"acme.step\"\nprefix = \"acme_step\"\ncontains = [\"bs=\"]\nshown_as = \"acme_step\"\nchecked_against = [\"acme/engine.py\"]",
+            ),
+            source("sglang", include_str!("../../../catalog/steps/sglang.toml")),
+        ];
+        sources.sort_by_key(|s| match s.origin.as_str() {
+            "sglang" => 0,
+            HOST_ORIGIN => 2,
+            _ => 1,
+        });
+        let merged = merge_steps(sources).unwrap();
+        let order: Vec<&str> = merged.markers.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(order, ["sglang.step", "acme.step", "torch.profiler-step"]);
+        assert_eq!(merged.marker_of("acme_step 3 bs=4"), Some(1));
+        assert_eq!(merged.marker_of("acme_step 3"), None);
+    }
+
+    #[test]
     fn rows_are_validated_with_one_line_naming_the_file() {
-        let path = Path::new("/c/steps.toml");
         for (text, expected) in [
             ("schema = 2", "unsupported steps catalog schema 2"),
             ("schema = 1\nweight = 1", "unknown field `weight`"),
@@ -201,11 +493,53 @@ mod tests {
                 "schema = 1\n[[forward_call]]\nid = \"a\"\nfile = \"x.py\"\nfunction = \"f\"\nchecked_against = []",
                 "checked_against must name the upstream file",
             ),
+            (
+                "schema = 1\n[[marker]]\nid = \"m\"\nprefix = \"\"\nshown_as = \"m\"\nchecked_against = [\"x\"]",
+                "marker 1 (m): prefix must be 1-128 characters",
+            ),
+            (
+                "schema = 1\n[[marker]]\nid = \"m\"\nprefix = \"m\"\nshown_as = \"<b>`x`</b>\"\nchecked_against = [\"x\"]",
+                "marker 1 (m): shown_as must be 1-64 characters",
+            ),
+            (
+                "schema = 1\n[[marker]]\nid = \"m\"\nprefix = \"m\"\ncontains = [\"\"]\nshown_as = \"m\"\nchecked_against = [\"x\"]",
+                "contains holds an empty text",
+            ),
         ] {
-            let text = parse_forward_calls(text, path).unwrap_err().to_string();
-            assert!(text.starts_with("/c/steps.toml"), "{text}");
+            let text = merge_steps(vec![source("acme", text)])
+                .unwrap_err()
+                .to_string();
+            assert!(text.starts_with("/c/steps/acme.toml"), "{text}");
             assert!(text.contains(expected), "{expected}: {text}");
             assert_eq!(text.lines().count(), 1, "{text}");
         }
+        // An id another origin already uses is refused, naming both.
+        let twice = "schema = 1\n[[marker]]\nid = \"torch.profiler-step\"\nprefix = \"x\"\nshown_as = \"x\"\nchecked_against = [\"x\"]";
+        let text = merge_steps(vec![
+            source(HOST_ORIGIN, BUILTIN_STEPS),
+            source("acme", twice),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            text.contains("marker torch.profiler-step: id already used by host's rows"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_catalog_dir_replaces_the_host_file_and_one_origin_s_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(STEPS_FILE),
+            "schema = 1\n[[marker]]\nid = \"mine\"\nprefix = \"MyStep\"\nshown_as = \"MyStep\"\nchecked_against = [\"x\"]",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join(STEPS_DIR)).unwrap();
+        std::fs::write(dir.path().join(STEPS_DIR).join("vllm.toml"), "schema = 1").unwrap();
+        let catalog = load_steps(Some(dir.path()), &PluginSet::default()).unwrap();
+        let ids: Vec<&str> = catalog.markers.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["mine"]);
+        assert!(catalog.forward_calls.is_empty());
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use llm_triage_plugin_api::abi_stable::library::lib_header_from_path;
 use llm_triage_plugin_api::baseline::{
-    v1_0 as baseline_v1_0, v1_1 as baseline_v1_1, v1_2 as baseline_v1_2,
+    v1_0 as baseline_v1_0, v1_1 as baseline_v1_1, v1_2 as baseline_v1_2, v1_3 as baseline_v1_3,
 };
 use llm_triage_plugin_api::{FrameworkPluginRef, PLUGIN_API_VERSION};
 
@@ -245,6 +245,13 @@ pub fn load_file(path: &Path) -> Result<Engine, String> {
             // SAFETY: as above, against the frozen 1.2 layout.
             unsafe { old.upgrade() }
         }
+        Layout::BaselineV1_3 => {
+            let old = header
+                .init_root_module::<baseline_v1_3::FrameworkPluginRef>()
+                .map_err(abi_error)?;
+            // SAFETY: as above, against the frozen 1.3 layout.
+            unsafe { old.upgrade() }
+        }
     };
     let manifest = (module.manifest())()
         .into_result()
@@ -272,6 +279,8 @@ pub enum Layout {
     BaselineV1_1,
     /// The frozen 1.2 layout: the plugin predates tools (`tools`).
     BaselineV1_2,
+    /// The frozen 1.3 layout: the plugin predates its step catalog (`step_catalog`).
+    BaselineV1_3,
 }
 
 /// Which layout a plugin built for `plugin_api` loads through, or why it cannot load:
@@ -295,6 +304,7 @@ pub fn check_api_version(plugin_api: &str) -> Result<Layout, String> {
         (baseline_v1_0::API_VERSION, Layout::BaselineV1_0),
         (baseline_v1_1::API_VERSION, Layout::BaselineV1_1),
         (baseline_v1_2::API_VERSION, Layout::BaselineV1_2),
+        (baseline_v1_3::API_VERSION, Layout::BaselineV1_3),
     ];
     for (version, layout) in baselines {
         let baseline = semver::Version::parse(version).expect("a baseline's own version parses");
@@ -456,7 +466,7 @@ mod tests {
 
     #[test]
     fn api_versions() {
-        assert_eq!(PLUGIN_API_VERSION, "1.3.0");
+        assert_eq!(PLUGIN_API_VERSION, "1.4.0");
         assert_eq!(check_api_version(PLUGIN_API_VERSION), Ok(Layout::Current));
         assert_eq!(check_api_version("1.7.2"), Ok(Layout::Current));
         assert_eq!(check_api_version("1.0.0"), Ok(Layout::BaselineV1_0));
@@ -465,13 +475,15 @@ mod tests {
         assert_eq!(check_api_version("1.1.4"), Ok(Layout::BaselineV1_1));
         assert_eq!(check_api_version("1.2.0"), Ok(Layout::BaselineV1_2));
         assert_eq!(check_api_version("1.2.3"), Ok(Layout::BaselineV1_2));
+        assert_eq!(check_api_version("1.3.0"), Ok(Layout::BaselineV1_3));
+        assert_eq!(check_api_version("1.3.5"), Ok(Layout::BaselineV1_3));
         let major = check_api_version("2.0.0").unwrap_err();
         assert!(
-            major.contains("plugin API 2.0.0") && major.contains("plugin API 1.3.0"),
+            major.contains("plugin API 2.0.0") && major.contains("plugin API 1.4.0"),
             "{major}"
         );
         let old = check_api_version("0.9.0").unwrap_err();
-        assert!(old.contains("0.9.0") && old.contains("1.3.0"), "{old}");
+        assert!(old.contains("0.9.0") && old.contains("1.4.0"), "{old}");
         assert!(check_api_version("one").is_err());
     }
 

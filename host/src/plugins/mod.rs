@@ -9,7 +9,7 @@
 //!
 //! # Keeping old plugins loading when the API grows
 //!
-//! The plugin API is versioned by the `llm-triage-plugin-api` crate version (1.0.0 now).
+//! The plugin API is versioned by the `llm-triage-plugin-api` crate version (1.4.0 now).
 //! abi_stable accepts a plugin built against a *newer* minor API (the host ignores the
 //! fields it does not know), but rejects one built against an *older* minor API: the host's
 //! prefix type then has more fields than the plugin's (`too many fields`). So when a minor
@@ -35,7 +35,9 @@
 //! `capture_plan` and `detect_endpoint`; `baseline::v1_1` keeps the 1.1.0 layout, and a
 //! 1.1.x plugin loads through it, keeps its fusion rows and has no live capture. API
 //! 1.3.0 appended `tools`; `baseline::v1_2` keeps the 1.2.0 layout, and a 1.2.x plugin
-//! loads through it with live capture and no tools.
+//! loads through it with live capture and no tools. API 1.4.0 appended `step_catalog`;
+//! `baseline::v1_3` keeps the 1.3.0 layout, and a 1.3.x plugin loads through it with its
+//! tools and names no step markers (the host's step rows apply).
 
 pub(crate) mod install;
 pub mod library_file;
@@ -162,6 +164,17 @@ impl Engine {
     /// plugin API 1.1 (no such entry point) or exports an empty registry.
     pub fn fusion_registry(&self) -> Result<Option<String>, TriageError> {
         let Some(entry) = self.module.fusion_registry() else {
+            return Ok(None);
+        };
+        let text = self.call(entry())?;
+        Ok(Some(text.to_string()).filter(|t| !t.trim().is_empty()))
+    }
+
+    /// The engine's step markers and forward calls as TOML text (`catalog/steps.toml`'s
+    /// format); `None` when the plugin predates plugin API 1.4 (no such entry point) or
+    /// names none.
+    pub fn step_catalog(&self) -> Result<Option<String>, TriageError> {
+        let Some(entry) = self.module.step_catalog() else {
             return Ok(None);
         };
         let text = self.call(entry())?;

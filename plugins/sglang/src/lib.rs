@@ -136,7 +136,8 @@ impl EnginePlugin for SgLang {
 
 export_plugin!(
     SgLang,
-    registry = include_str!("../../../catalog/fusions/sglang.toml")
+    registry = include_str!("../../../catalog/fusions/sglang.toml"),
+    steps = include_str!("../../../catalog/steps/sglang.toml")
 );
 
 fn server_args_signal(evidence: &TraceEvidence) -> Option<Signal> {

@@ -121,7 +121,8 @@ impl EnginePlugin for TokenSpeed {
 
 export_plugin!(
     TokenSpeed,
-    registry = include_str!("../../../catalog/fusions/tokenspeed.toml")
+    registry = include_str!("../../../catalog/fusions/tokenspeed.toml"),
+    steps = include_str!("../../../catalog/steps/tokenspeed.toml")
 );
 
 fn server_args_signal(evidence: &TraceEvidence) -> Option<Signal> {

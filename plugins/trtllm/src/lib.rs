@@ -116,7 +116,8 @@ impl EnginePlugin for TrtLlm {
 
 export_plugin!(
     TrtLlm,
-    registry = include_str!("../../../catalog/fusions/trtllm.toml")
+    registry = include_str!("../../../catalog/fusions/trtllm.toml"),
+    steps = include_str!("../../../catalog/steps/trtllm.toml")
 );
 
 fn stackless_kernel_signal(evidence: &TraceEvidence) -> Option<Signal> {

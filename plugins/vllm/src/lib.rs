@@ -111,7 +111,8 @@ impl EnginePlugin for Vllm {
 
 export_plugin!(
     Vllm,
-    registry = include_str!("../../../catalog/fusions/vllm.toml")
+    registry = include_str!("../../../catalog/fusions/vllm.toml"),
+    steps = include_str!("../../../catalog/steps/vllm.toml")
 );
 
 fn execute_annotation_signal(evidence: &TraceEvidence) -> Option<Signal> {

@@ -24,7 +24,7 @@ mod tests;
 
 use std::path::Path;
 
-pub use scenarios::scenarios;
+pub use scenarios::{scenarios, PLUGIN_MARKER};
 pub use truth::{Cause, Delay, FrameTruth, StepTruth, TimelineTruth};
 
 use crate::{Engine, Frame, StageKind};
@@ -56,6 +56,11 @@ pub enum Marker {
     Engine,
     /// torch.profiler's `ProfilerStep#N` (a profiler schedule).
     ProfilerStep,
+    /// The engine's marker inside torch's `ProfilerStep#N`: both kinds around every step
+    /// (a profiler schedule over a vLLM or SGLang run). The engine's is the step.
+    EngineInProfilerStep,
+    /// `<prefix><N>`, a marker no built-in row knows (a plugin names it).
+    Named(&'static str),
 }
 
 /// What a step does, in order.
@@ -74,6 +79,14 @@ pub enum Part {
     Graph {
         kernels: usize,
         gaps: Vec<(usize, u64)>,
+    },
+    /// (b) inside (d): one graph launch, then the host blocks in a synchronize or blocking
+    /// copy at once, while the replay idles `gap_ns` after kernel `after` (CUDA only). The
+    /// idle is a sync wait: the host is blocked, not "nothing pending".
+    GraphDuringSync {
+        kernels: usize,
+        after: usize,
+        gap_ns: u64,
     },
 }
 
@@ -104,6 +117,9 @@ pub struct Scenario {
     /// A second Python thread runs an engine frame over every host delay.
     pub background_thread: bool,
     pub marker: Marker,
+    /// Each step's marker stays open until 10 µs after the next step's first launch: two
+    /// step annotations overlap, and the launches in the overlap are the later step's.
+    pub overlapping_markers: bool,
     /// Extend or decode: names the file and the engine's markers.
     pub stage: StageKind,
     /// The section label the report gives the stage.

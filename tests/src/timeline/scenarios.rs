@@ -2,7 +2,10 @@
 //! replay, HIP eager (with `hipExtModuleLaunchKernel`), HIP graph replay, one that
 //! mixes every kind of delay, and CUDA eager through the extended launch calls
 //! (`cudaLaunchKernelExC`, `cuLaunchKernelEx`, `cudaMemsetAsync`, event waits), and
-//! CUDA eager on two streams (NCCL all-reduce overlapping compute). Each has at most five single-gap delays (host, sync,
+//! CUDA eager on two streams (NCCL all-reduce overlapping compute); and the step layouts
+//! that need a rule: a graph replay's gap while the host waits in a sync, vLLM's
+//! `execute_…` markers inside `ProfilerStep#N`, step markers that overlap in time, and a
+//! marker only a plugin names (`forward_step#N`). Each has at most five single-gap delays (host, sync,
 //! graph), all larger than any other gap in its trace, so a report's default top-5 gaps
 //! list every one of them.
 
@@ -43,8 +46,11 @@ fn graph(kernels: usize, gaps_us: &[(usize, u64)]) -> Part {
     }
 }
 
+/// The marker prefix the `step-markers` test plugin (tests/plugins/step-markers) names.
+pub const PLUGIN_MARKER: &str = "forward_step#";
+
 pub fn scenarios() -> Vec<Scenario> {
-    use Part::{Eager, LaunchBound};
+    use Part::{Eager, GraphDuringSync, LaunchBound};
     vec![
         Scenario {
             name: "cuda-eager",
@@ -53,6 +59,7 @@ pub fn scenarios() -> Vec<Scenario> {
             cuda_apis: CudaApis::Classic,
             background_thread: false,
             streams: 1,
+            overlapping_markers: false,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -74,6 +81,7 @@ pub fn scenarios() -> Vec<Scenario> {
             cuda_apis: CudaApis::Classic,
             background_thread: false,
             streams: 1,
+            overlapping_markers: false,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -95,6 +103,7 @@ pub fn scenarios() -> Vec<Scenario> {
             cuda_apis: CudaApis::Classic,
             background_thread: false,
             streams: 1,
+            overlapping_markers: false,
             marker: Marker::Engine,
             stage: StageKind::Extend,
             stage_label: "extend/prefill",
@@ -116,6 +125,7 @@ pub fn scenarios() -> Vec<Scenario> {
             cuda_apis: CudaApis::Classic,
             background_thread: false,
             streams: 1,
+            overlapping_markers: false,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -136,6 +146,7 @@ pub fn scenarios() -> Vec<Scenario> {
             cuda_apis: CudaApis::Classic,
             background_thread: false,
             streams: 1,
+            overlapping_markers: false,
             marker: Marker::ProfilerStep,
             stage: StageKind::Decode,
             // No engine marker names the stage.
@@ -158,6 +169,7 @@ pub fn scenarios() -> Vec<Scenario> {
             cuda_apis: CudaApis::Extended,
             background_thread: true,
             streams: 1,
+            overlapping_markers: false,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -178,6 +190,7 @@ pub fn scenarios() -> Vec<Scenario> {
             cuda_apis: CudaApis::Classic,
             background_thread: false,
             streams: 2,
+            overlapping_markers: false,
             marker: Marker::Engine,
             stage: StageKind::Decode,
             stage_label: "decode",
@@ -190,6 +203,98 @@ pub fn scenarios() -> Vec<Scenario> {
                     vec![Eager(13), sync_us(310), Eager(13)],
                 ),
                 step(host(SGLANG_RECV, 360), vec![LaunchBound(14), Eager(26)]),
+            ],
+        },
+        Scenario {
+            name: "graph-sync",
+            engine: Engine::Sglang,
+            platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
+            background_thread: false,
+            streams: 1,
+            overlapping_markers: false,
+            marker: Marker::Engine,
+            stage: StageKind::Decode,
+            stage_label: "decode",
+            batch_size: 16,
+            seed: 38,
+            steps: vec![
+                step(None, vec![Eager(4), graph(22, &[(6, 80)])]),
+                step(
+                    host(SGLANG_RECV, 260),
+                    vec![
+                        Eager(4),
+                        GraphDuringSync {
+                            kernels: 24,
+                            after: 8,
+                            gap_ns: 300_000,
+                        },
+                    ],
+                ),
+            ],
+        },
+        Scenario {
+            name: "nested-markers",
+            engine: Engine::Vllm,
+            platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
+            background_thread: false,
+            streams: 1,
+            overlapping_markers: false,
+            marker: Marker::EngineInProfilerStep,
+            stage: StageKind::Decode,
+            stage_label: "decode",
+            batch_size: 4,
+            seed: 39,
+            steps: vec![
+                step(None, vec![Eager(14)]),
+                step(
+                    host(VLLM_SCHEDULE, 310),
+                    vec![LaunchBound(16), Eager(10), sync_us(270)],
+                ),
+                step(host(VLLM_UPDATE, 360), vec![Eager(12)]),
+            ],
+        },
+        Scenario {
+            name: "overlapping-steps",
+            engine: Engine::Sglang,
+            platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
+            background_thread: false,
+            streams: 1,
+            overlapping_markers: true,
+            marker: Marker::Engine,
+            stage: StageKind::Decode,
+            stage_label: "decode",
+            batch_size: 8,
+            seed: 40,
+            steps: vec![
+                step(None, vec![Eager(12), sync_us(230)]),
+                step(
+                    host(SGLANG_NEXT_BATCH, 290),
+                    vec![LaunchBound(12), Eager(10)],
+                ),
+                step(host(SGLANG_RECV, 340), vec![Eager(16)]),
+            ],
+        },
+        Scenario {
+            name: "plugin-marker",
+            engine: Engine::Vllm,
+            platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
+            background_thread: false,
+            streams: 1,
+            overlapping_markers: false,
+            marker: Marker::Named(PLUGIN_MARKER),
+            stage: StageKind::Decode,
+            // No marker the host knows names the stage.
+            stage_label: "all",
+            batch_size: 4,
+            seed: 41,
+            steps: vec![
+                step(None, vec![Eager(12), graph(16, &[(5, 70)])]),
+                step(host(VLLM_SCHEDULE, 320), vec![LaunchBound(14), Eager(8)]),
+                step(host(VLLM_UPDATE, 280), vec![Eager(10), sync_us(260)]),
             ],
         },
     ]

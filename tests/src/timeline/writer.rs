@@ -112,6 +112,9 @@ struct Writer<'a> {
     step_ops: Vec<(u64, u64, usize)>,
     /// When the communication stream's last queued op ends (0: none yet).
     side: u64,
+    /// A step marker held open into the next step (overlapping markers): label, start,
+    /// External id.
+    open_marker: Option<(String, u64, u64)>,
 }
 
 impl<'a> Writer<'a> {
@@ -138,6 +141,7 @@ impl<'a> Writer<'a> {
             step_gpu_start: None,
             step_ops: Vec::new(),
             side: 0,
+            open_marker: None,
         }
     }
 
@@ -182,7 +186,8 @@ impl<'a> Writer<'a> {
     fn step_label(&self) -> String {
         match self.scenario.marker {
             Marker::ProfilerStep => format!("ProfilerStep#{}", 10 + self.step),
-            Marker::Engine => {
+            Marker::Named(prefix) => format!("{prefix}{}", self.step),
+            Marker::Engine | Marker::EngineInProfilerStep => {
                 (self.profile.step_annotation)(self.scenario.stage, self.scenario.batch_size)
                     .unwrap_or_default()
             }
@@ -210,7 +215,17 @@ impl<'a> Writer<'a> {
                 Part::LaunchBound(n) => self.launch_bound(*n),
                 Part::SyncWait { wait_ns } => self.sync_wait(*wait_ns),
                 Part::Graph { kernels, gaps } => self.graph(*kernels, gaps),
+                Part::GraphDuringSync {
+                    kernels,
+                    after,
+                    gap_ns,
+                } => self.graph_during_sync(*kernels, *after, *gap_ns),
             }
+        }
+        // The previous step's marker, held open into this step's first launches.
+        if let Some((label, start, external)) = self.open_marker.take() {
+            let first_launch = self.step_first_launch.unwrap_or(self.host.cpu);
+            self.push_marker(&label, start, first_launch + 10_000, external);
         }
         let token_copy = self.frames.token_copy;
         self.blocking_copy(&token_copy);
@@ -219,15 +234,16 @@ impl<'a> Writer<'a> {
         }
         self.host.cpu += 1_000;
         let external = self.host.external();
-        self.host.push(
-            step_start,
-            format!(
-                "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"Record function id\": 0}}}}",
-                json_str(&label),
-                us(step_start),
-                us(self.host.cpu - step_start)
-            ),
-        );
+        if self.scenario.overlapping_markers && self.step + 1 < self.scenario.steps.len() {
+            self.open_marker = Some((label.clone(), step_start, external));
+        } else {
+            self.push_marker(&label, step_start, self.host.cpu, external);
+        }
+        if self.scenario.marker == Marker::EngineInProfilerStep {
+            let outer = format!("ProfilerStep#{}", 10 + self.step);
+            let external = self.host.external();
+            self.push_marker(&outer, step_start - 500, self.host.cpu + 500, external);
+        }
         let gpu_start = self.step_gpu_start.unwrap_or(self.gpu);
         let parts = busy_parts(&self.step_ops);
         self.host.push(
@@ -248,6 +264,19 @@ impl<'a> Writer<'a> {
             memcpy_ns: parts[2],
         });
         self.host.cpu += 3_000;
+    }
+
+    /// A CPU `user_annotation` from `start` to `end`.
+    fn push_marker(&mut self, label: &str, start: u64, end: u64, external: u64) {
+        self.host.push(
+            start,
+            format!(
+                "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"Record function id\": 0}}}}",
+                json_str(label),
+                us(start),
+                us(end - start)
+            ),
+        );
     }
 
     /// (a) The scheduler runs `delay.frame` for `delay.ns` after the GPU has drained.
@@ -377,6 +406,32 @@ impl<'a> Writer<'a> {
     /// (d) One graph launch; its kernels carry the launch's correlation and no External
     /// id. The host then works in Python until the replay is done.
     fn graph(&mut self, kernels: usize, gaps: &[(usize, u64)]) {
+        self.replay(kernels, gaps, Cause::Graph);
+        let during = self.frames.during_replay;
+        self.host.open_frame(frame_name(&self.profile, &during));
+        self.host.cpu = self.host.cpu.max(self.gpu + 3_000);
+        self.host.close_frame(true);
+    }
+
+    /// (b) inside (d): the graph launch, then at once a blocking copy the host waits in
+    /// until the replay is done, while the replay idles `gap_ns` after kernel `after`.
+    fn graph_during_sync(&mut self, kernels: usize, after: usize, gap_ns: u64) {
+        assert!(!self.rocm(), "the sync-during-replay layout is CUDA's");
+        let launch_start = self.replay(kernels, &[(after, gap_ns)], Cause::Sync);
+        let sync_copy = self.frames.sync_copy;
+        let blocked_from = self.blocking_copy(&sync_copy);
+        let frame = self.frame_truth(&sync_copy);
+        let delay = self.delays.last_mut().expect("the replay's gap");
+        assert!(
+            launch_start < blocked_from && blocked_from <= delay.start_ns,
+            "the host must block before the replay's gap opens"
+        );
+        delay.frame = Some(frame);
+    }
+
+    /// One graph launch and its replayed kernels, the `gaps` recorded as delays of
+    /// `cause`; returns the launch call's start.
+    fn replay(&mut self, kernels: usize, gaps: &[(usize, u64)], cause: Cause) -> u64 {
         assert!(gaps.iter().all(|&(after, _)| after + 1 < kernels));
         self.join_side_stream();
         let runner = self.profile.graph_runner;
@@ -417,7 +472,7 @@ impl<'a> Writer<'a> {
             let injected = gaps.iter().find(|g| g.0 == k).map(|g| g.1);
             if let Some(gap) = injected {
                 self.delays.push(Delay {
-                    cause: Cause::Graph,
+                    cause,
                     step: self.step,
                     start_ns: end,
                     end_ns: end + gap,
@@ -430,10 +485,7 @@ impl<'a> Writer<'a> {
         }
         self.host.close_frame(true);
         self.host.close_frame(true);
-        let during = self.frames.during_replay;
-        self.host.open_frame(frame_name(&self.profile, &during));
-        self.host.cpu = self.host.cpu.max(self.gpu + 3_000);
-        self.host.close_frame(true);
+        launch_start
     }
 
     /// A device-to-host copy the host waits for: CUDA `cudaMemcpyAsync` then

@@ -3,14 +3,20 @@
 //! idle is the span, and at least 95% of each injected delay (host gap in a named Python
 //! frame, sync wait, launch-bound stretch, in-graph gap; CUDA and HIP, eager and graph
 //! replay) is charged to the right cause, and for host delays to the right frame. Also
-//! that `make-fixtures --timeline DIR` writes every scenario with its ground truth.
+//! the step layouts with a rule of their own (a graph replay's gap while the host waits
+//! in a sync is `sync`; vLLM's `execute_…` inside `ProfilerStep#N` is the step; a launch
+//! in two overlapping markers belongs to the later one), a step marker only a real
+//! cdylib plugin names (plugin API 1.4), an API 1.3 plugin whose steps fall back to the
+//! host's rows, and that `make-fixtures --timeline DIR` writes every scenario with its
+//! ground truth.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use llm_triage_tests::timeline::{write_timeline_set, Cause, TimelineTruth};
+use llm_triage_tests::timeline::{write_timeline_set, Cause, TimelineTruth, PLUGIN_MARKER};
 use serde_json::Value;
 
-use crate::util::triage_json;
+use crate::util::{target_dir, triage_json, workspace_root};
 
 /// Integer ns from a report µs value: the report divides integer ns by 1000, so rounding
 /// the product back recovers them exactly.
@@ -42,10 +48,13 @@ fn enough(charged: i64, amount: u64) -> bool {
     charged * 100 >= amount as i64 * 95
 }
 
-/// Every disagreement between the report's timeline of `truth`'s trace and the truth.
-fn disagreements(truth: &TimelineTruth) -> Vec<String> {
+/// Every disagreement between the report's timeline of `truth`'s trace (triaged with
+/// `extra` arguments) and the truth.
+fn disagreements(truth: &TimelineTruth, extra: &[&str]) -> Vec<String> {
     let trace = truth.trace.display().to_string();
-    let report = triage_json(&["--input", &trace]);
+    let mut args = vec!["--input", trace.as_str()];
+    args.extend_from_slice(extra);
+    let report = triage_json(&args);
     let Some(stage) = report["stages"]
         .as_array()
         .into_iter()
@@ -259,10 +268,14 @@ fn disagreements(truth: &TimelineTruth) -> Vec<String> {
 }
 
 fn check_scenario(name: &str) {
+    check_scenario_with(name, &[]);
+}
+
+fn check_scenario_with(name: &str, extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     write_timeline_set(dir.path()).unwrap();
     let truth = TimelineTruth::read(&dir.path().join(name)).unwrap();
-    let wrong = disagreements(&truth);
+    let wrong = disagreements(&truth, extra);
     assert!(
         wrong.is_empty(),
         "{name} ({}):\n  {}",
@@ -307,9 +320,127 @@ fn two_stream_overlap_splits_exposed_comm_exactly_and_keeps_delays_charged() {
 }
 
 #[test]
+fn a_graph_replay_gap_while_the_host_waits_in_a_sync_is_charged_to_sync() {
+    check_scenario("graph-sync");
+}
+
+#[test]
+fn vllm_execute_markers_inside_profiler_steps_are_the_steps() {
+    check_scenario("nested-markers");
+}
+
+#[test]
+fn overlapping_step_markers_charge_each_launch_to_the_later_step_and_still_sum_exactly() {
+    check_scenario("overlapping-steps");
+}
+
+/// Builds the test plugin `package` (library `lib_stem`) and copies it alone into a fresh
+/// directory as `libllm_triage_plugin_<name>`, for `--plugin-dir`.
+fn plugin_dir(package: &str, lib_stem: &str, name: &str) -> tempfile::TempDir {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-p", package])
+        .current_dir(workspace_root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "building {package} failed");
+    let built: PathBuf = target_dir().join(format!(
+        "{}{lib_stem}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join(format!(
+        "libllm_triage_plugin_{name}{}",
+        std::env::consts::DLL_SUFFIX
+    ));
+    std::fs::copy(&built, &to).unwrap_or_else(|e| panic!("copy {}: {e}", built.display()));
+    dir
+}
+
+/// The `all` stage's timeline of the plugin-marker fixture, triaged with `extra`.
+fn plugin_marker_timeline(dir: &Path, extra: &[&str]) -> (TimelineTruth, Value) {
+    let truth = TimelineTruth::read(&dir.join("plugin-marker")).unwrap();
+    let trace = truth.trace.display().to_string();
+    let mut args = vec!["--input", trace.as_str()];
+    args.extend_from_slice(extra);
+    let report = triage_json(&args);
+    let stage = report["stages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["stage"] == truth.stage.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("no stage `{}`: {report}", truth.stage));
+    (truth, stage["timeline"].clone())
+}
+
+#[test]
+fn a_step_marker_named_by_a_plugin_bounds_the_steps() {
+    let plugin = plugin_dir(
+        "llm-triage-test-plugin-step-markers",
+        "triage_test_step_markers",
+        "step_markers",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write_timeline_set(dir.path()).unwrap();
+    // Without the plugin no row knows `forward_step#N`: the steps come from the engine's
+    // forward call instead, and none is labelled by the marker.
+    let (truth, alone) = plugin_marker_timeline(dir.path(), &[]);
+    assert_eq!(alone["step_source"], "forward calls", "{alone}");
+    let labels = |t: &Value| -> Vec<String> {
+        t["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["label"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(
+        labels(&alone).iter().all(|l| !l.starts_with(PLUGIN_MARKER)),
+        "{alone}"
+    );
+    // With it, the plugin's marker bounds every step and the truth holds.
+    let plugin_arg = plugin.path().display().to_string();
+    let extra = ["--plugin-dir", plugin_arg.as_str()];
+    let (_, named) = plugin_marker_timeline(dir.path(), &extra);
+    assert_eq!(
+        named["step_source"], "forward_step#N annotations",
+        "{named}"
+    );
+    let expected: Vec<&str> = truth.steps.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels(&named), expected);
+    let wrong = disagreements(&truth, &extra);
+    assert!(wrong.is_empty(), "plugin-marker:\n  {}", wrong.join("\n  "));
+}
+
+#[test]
+fn a_plugin_built_for_api_1_3_still_loads_and_the_steps_fall_back_to_the_host_rows() {
+    let plugin = plugin_dir(
+        "llm-triage-test-plugin-api1-3",
+        "triage_test_api1_3",
+        "tooled",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write_timeline_set(dir.path()).unwrap();
+    let plugin_arg = plugin.path().display().to_string();
+    let out = crate::util::llm_triage()
+        .args(["plugins", "list", "--plugin-dir", plugin_arg.as_str()])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && listed.contains("tooled-engine"),
+        "{listed}"
+    );
+    let (_, timeline) = plugin_marker_timeline(dir.path(), &["--plugin-dir", plugin_arg.as_str()]);
+    // The old plugin names no markers: the host's rows and the engine plugins' apply.
+    assert_eq!(timeline["step_source"], "forward calls", "{timeline}");
+}
+
+#[test]
 fn make_fixtures_timeline_writes_every_scenario_with_its_ground_truth() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_make-fixtures"))
+    let out = Command::new(env!("CARGO_BIN_EXE_make-fixtures"))
         .arg("--timeline")
         .arg(dir.path())
         .output()

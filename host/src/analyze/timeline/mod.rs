@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::location::Locator;
-use crate::catalog::{FamilyRules, ForwardCalls};
+use crate::catalog::{FamilyRules, StepCatalog};
 use crate::report::model::{Gap, GapBin, IdleByCause, StageReport, StageTimeline, Step, StepStats};
 use crate::trace::event::{ns_to_us, GpuKind, Ns, Sym, Trace};
 use crate::trace::link::Linked;
@@ -39,9 +39,9 @@ use steps::StepWindow;
 pub(crate) struct TimelineOptions<'a> {
     /// Gaps listed per stage (`--top-gaps`).
     pub top_gaps: usize,
-    /// The engines' forward calls (`catalog/steps.toml`): step boundaries when a trace
-    /// has no step markers.
-    pub forward_calls: &'a ForwardCalls,
+    /// Step markers and forward calls (the host's `catalog/steps.toml` and every loaded
+    /// plugin's step catalog), in the order they are tried.
+    pub steps: &'a StepCatalog,
 }
 
 /// Lower bounds of the gap histogram's bins, in ns (the last bin is open).
@@ -134,7 +134,7 @@ struct TraceStage {
     /// The longest gaps of this trace, with their host activity, longest first.
     top_gaps: Vec<(Ns, Gap)>,
     steps: Vec<StepNs>,
-    source: &'static str,
+    source: String,
     notes: Vec<String>,
 }
 
@@ -214,7 +214,7 @@ fn stage_of_trace(
     options: &TimelineOptions<'_>,
 ) -> TraceStage {
     let sweep = idle::sweep(ops);
-    let found = steps::find_steps(trace, linked, ops, options.forward_calls);
+    let found = steps::find_steps(trace, linked, ops, options.steps);
     let first_op = ops
         .iter()
         .min_by_key(|o| (o.start, o.op))
@@ -222,6 +222,20 @@ fn stage_of_trace(
     let (steps, host_windows) = split_steps(&sweep, &found.windows, causes, first_op);
 
     let (span_start, span_end) = sweep.span;
+    let mut notes = found.notes;
+    if let Some(early) = steps
+        .first()
+        .map(|s| span_start - s.start)
+        .filter(|&d| d > 0)
+    {
+        // The first launch precedes the first GPU op: the step's wall time holds idle
+        // the span does not, so the steps' walls sum to more than the span.
+        notes.push(format!(
+            "the first step starts {:.3} µs before the stage's first GPU op (at its first \
+             launch): its wall time counts them as idle, the span does not",
+            ns_to_us(early)
+        ));
+    }
     let busy: Ns = sweep.busy.iter().map(|b| b.end - b.start).sum();
     let cores = merged_cores(&found.windows);
     let mut by_cause = IdleParts::default();
@@ -258,7 +272,7 @@ fn stage_of_trace(
         top_gaps,
         steps,
         source: found.source,
-        notes: found.notes,
+        notes,
     }
 }
 
@@ -416,7 +430,7 @@ fn merge(parts: Vec<TraceStage>, options: &TimelineOptions<'_>) -> StageTimeline
     let mut gaps: Vec<(Ns, Gap)> = Vec::new();
     let mut steps: Vec<Step> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
-    let mut sources: Vec<&str> = Vec::new();
+    let mut sources: Vec<String> = Vec::new();
     for part in parts {
         span += part.span;
         busy += part.busy;

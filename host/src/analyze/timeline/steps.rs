@@ -1,59 +1,23 @@
-//! The steps of one stage of one trace: the engines' step markers (SGLang
-//! `step[DECODE bs=32]`, vLLM `execute_<N>_context_<R>(…)_generation_<R>(…)`, torch's
-//! `ProfilerStep#N`), else the engine's forward call (`catalog/steps.toml`: one Python
-//! frame per step, such as vLLM's `gpu_model_runner.py: execute_model`), else graph
-//! launches as boundaries, else the whole stage as one step (with a note).
+//! The steps of one stage of one trace: step markers (the catalog's `[[marker]]` rows:
+//! SGLang `step[DECODE bs=32]`, vLLM `execute_<N>_context_<R>(…)_generation_<R>(…)`
+//! from their plugins, torch's `ProfilerStep#N` from the host, and any marker a
+//! third-party plugin names), else the engine's forward call (`[[forward_call]]` rows:
+//! one Python frame per step, such as vLLM's `gpu_model_runner.py: execute_model`), else
+//! graph launches as boundaries, else the whole stage as one step (with a note).
 //!
 //! Markers are CPU annotations, so an op belongs to the step whose window contains its
-//! *launch* (the GPU may run it later). A step spans from its first launch to the end of
-//! its last GPU op. When several marker kinds are present (SGLang writes both
-//! `execute_…` and `step[…]`), the most specific kind that holds an op wins: `step[`,
-//! then `execute_`, then `ProfilerStep#`.
+//! *launch* (the GPU may run it later); when windows overlap or nest, to the one that
+//! started last (the innermost). A step spans from its first launch to the end of its
+//! last GPU op. When several marker kinds are present (SGLang writes both `execute_…`
+//! and `step[…]`; a profiler schedule wraps vLLM's `execute_…` in `ProfilerStep#N`), the
+//! first kind in catalog order that holds an op wins: the engines' own markers, then
+//! `ProfilerStep#`.
 
-use crate::catalog::ForwardCalls;
+use crate::catalog::StepCatalog;
 use crate::trace::event::{Ns, Sym, Trace};
 use crate::trace::link::Linked;
 
 use super::idle::SweepOp;
-
-/// Which marker bounds the steps, most specific first.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum MarkerKind {
-    Sglang,
-    Vllm,
-    ProfilerStep,
-}
-
-impl MarkerKind {
-    const PRIORITY: [MarkerKind; 3] = [
-        MarkerKind::Sglang,
-        MarkerKind::Vllm,
-        MarkerKind::ProfilerStep,
-    ];
-
-    fn of(name: &str) -> Option<MarkerKind> {
-        if name.starts_with("step[") {
-            Some(MarkerKind::Sglang)
-        } else if name.starts_with("execute_")
-            && name.contains("context_")
-            && name.contains("_generation_")
-        {
-            Some(MarkerKind::Vllm)
-        } else if name.starts_with("ProfilerStep#") {
-            Some(MarkerKind::ProfilerStep)
-        } else {
-            None
-        }
-    }
-
-    fn source(self) -> &'static str {
-        match self {
-            MarkerKind::Sglang => "step[...] annotations",
-            MarkerKind::Vllm => "execute_... annotations",
-            MarkerKind::ProfilerStep => "ProfilerStep annotations",
-        }
-    }
-}
 
 /// One step: from its first launch to the end of its last GPU op.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,7 +30,7 @@ pub(super) struct StepWindow {
 /// The steps of one stage of one trace, in time order.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Steps {
-    pub source: &'static str,
+    pub source: String,
     pub windows: Vec<StepWindow>,
     pub notes: Vec<String>,
 }
@@ -127,51 +91,85 @@ pub(super) fn find_steps(
     trace: &Trace,
     linked: &Linked,
     ops: &[SweepOp],
-    forward_calls: &ForwardCalls,
+    catalog: &StepCatalog,
 ) -> Steps {
-    for kind in MarkerKind::PRIORITY {
-        let markers: Vec<(Ns, Ns, &str)> = trace
-            .annotations
+    // Each distinct annotation name is matched once: the first marker kind it is.
+    let mut kind_of: Vec<Option<Option<usize>>> = vec![None; trace.strings.len()];
+    let annotated: Vec<(usize, Ns, Ns, &str)> = trace
+        .annotations
+        .iter()
+        .filter(|a| !a.on_gpu)
+        .filter_map(|a| {
+            let name = trace.name(a.name);
+            let slot = kind_of.get_mut(a.name.0 as usize)?;
+            let kind = (*slot.get_or_insert_with(|| catalog.marker_of(name)))?;
+            Some((kind, a.ts, a.ts.saturating_add(a.dur), name))
+        })
+        .collect();
+    for (kind, marker) in catalog.markers.iter().enumerate() {
+        let windows: Vec<(Ns, Ns, &str)> = annotated
             .iter()
-            .filter(|a| !a.on_gpu)
-            .filter_map(|a| {
-                let name = trace.name(a.name);
-                (MarkerKind::of(name) == Some(kind))
-                    .then(|| (a.ts, a.ts.saturating_add(a.dur), name))
-            })
+            .filter(|a| a.0 == kind)
+            .map(|a| (a.1, a.2, a.3))
             .collect();
-        if let Some(steps) = steps_in_windows(linked, ops, markers, kind.source()) {
+        let source = format!("{} annotations", marker.shown_as);
+        if let Some(steps) = steps_in_windows(linked, ops, windows, source, &marker.shown_as) {
             return steps;
         }
     }
-    let calls = forward_call_frames(trace, forward_calls);
-    steps_in_windows(linked, ops, calls, FORWARD_CALLS)
-        .or_else(|| graph_launch_steps(trace, linked, ops))
-        .unwrap_or_else(|| whole_stage(linked, ops))
+    let calls = forward_call_frames(trace, catalog);
+    steps_in_windows(
+        linked,
+        ops,
+        calls,
+        FORWARD_CALLS.to_string(),
+        "forward call",
+    )
+    .map(|mut steps| {
+        let note = "no step markers: each forward call of the engine is a step";
+        steps.notes.insert(0, note.to_string());
+        steps
+    })
+    .or_else(|| graph_launch_steps(trace, linked, ops))
+    .unwrap_or_else(|| whole_stage(linked, ops))
 }
 
 /// The step source of steps bounded by the engine's forward call.
 const FORWARD_CALLS: &str = "forward calls";
 
 /// Steps from CPU windows (markers or forward-call frames): each op joins the window
-/// that contains its launch; `None` when no window holds an op.
+/// that started last among those containing its launch; `None` when no window holds an
+/// op. `kind` names a window in the note on ops outside all of them.
 fn steps_in_windows(
     linked: &Linked,
     ops: &[SweepOp],
     mut markers: Vec<(Ns, Ns, &str)>,
-    source: &'static str,
+    source: String,
+    kind: &str,
 ) -> Option<Steps> {
     if markers.is_empty() {
         return None;
     }
     markers.sort_unstable();
+    // The latest end among windows 0..=i: no window at or before i contains a launch
+    // after it, which bounds the search back through nested or overlapping windows.
+    let reach: Vec<Ns> = markers
+        .iter()
+        .scan(Ns::MIN, |max, m| {
+            *max = (*max).max(m.1);
+            Some(*max)
+        })
+        .collect();
     let mut open: Vec<Open> = markers.iter().map(|m| Open::new(m.2.to_string())).collect();
     let (mut outside, mut outside_ns) = (0u64, 0 as Ns);
     for op in ops {
         let t = launch_point(linked, op);
-        // The last window that starts at or before the launch, if it contains it.
-        let i = markers.partition_point(|m| m.0 <= t);
-        match i.checked_sub(1).filter(|&i| t <= markers[i].1) {
+        let started = markers.partition_point(|m| m.0 <= t);
+        let holder = (0..started)
+            .rev()
+            .take_while(|&i| reach[i] >= t)
+            .find(|&i| t <= markers[i].1);
+        match holder {
             Some(i) => open[i].take(t, op),
             None => {
                 outside += 1;
@@ -184,14 +182,7 @@ fn steps_in_windows(
         return None;
     }
     let mut notes = Vec::new();
-    if source == FORWARD_CALLS {
-        notes.push("no step markers: each forward call of the engine is a step".to_string());
-    }
     if outside > 0 {
-        let kind = match source {
-            FORWARD_CALLS => "forward call",
-            marker => marker.trim_end_matches(" annotations"),
-        };
         notes.push(format!(
             "{outside} GPU ops ({:.3} ms) were launched outside every {kind} and belong to no step",
             outside_ns as f64 / 1e6,
@@ -206,7 +197,7 @@ fn steps_in_windows(
 
 /// The outermost frames of the engine's forward call on each thread, as windows
 /// labelled with the frame's name.
-fn forward_call_frames<'t>(trace: &'t Trace, calls: &ForwardCalls) -> Vec<(Ns, Ns, &'t str)> {
+fn forward_call_frames<'t>(trace: &'t Trace, catalog: &StepCatalog) -> Vec<(Ns, Ns, &'t str)> {
     // Traces repeat a few thousand frame names over millions of frames: each distinct
     // name is matched once.
     let mut is_call: Vec<Option<bool>> = vec![None; trace.strings.len()];
@@ -216,7 +207,7 @@ fn forward_call_frames<'t>(trace: &'t Trace, calls: &ForwardCalls) -> Vec<(Ns, N
         .filter_map(|f| {
             let name = trace.name(f.name);
             let known = is_call.get_mut(f.name.0 as usize)?;
-            let matched = *known.get_or_insert_with(|| calls.find(name).is_some());
+            let matched = *known.get_or_insert_with(|| catalog.forward_call(name).is_some());
             matched.then(|| (f.pid, f.tid, f.ts, f.end(), name))
         })
         .collect();
@@ -261,7 +252,7 @@ fn graph_launch_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Option
         open[i].take(t, op);
     }
     Some(Steps {
-        source: "graph launches",
+        source: "graph launches".to_string(),
         windows: close(open),
         notes: vec!["no step markers: each graph launch starts a step".to_string()],
     })
@@ -273,14 +264,8 @@ fn whole_stage(linked: &Linked, ops: &[SweepOp]) -> Steps {
         open.take(launch_point(linked, op), op);
     }
     Steps {
-        source: "whole stage",
+        source: "whole stage".to_string(),
         windows: close(vec![open]),
         notes: vec!["no step markers or graph launches: the whole stage is one step".to_string()],
     }
-}
-
-/// The step source a marker name would give, if it is a step marker (for tests).
-#[cfg(test)]
-pub(super) fn marker_kind_source(name: &str) -> Option<&'static str> {
-    MarkerKind::of(name).map(MarkerKind::source)
 }

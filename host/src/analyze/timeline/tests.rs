@@ -4,7 +4,8 @@
 //! APIs, host gaps between steps charged to the Python frame that ran).
 
 use super::*;
-use crate::catalog::{load_families, load_forward_calls};
+use crate::catalog::load_families;
+use crate::catalog::steps::builtin_with_engines;
 use crate::report::model::StageTimeline;
 use crate::testutil::TraceFixture;
 use crate::trace::link::link;
@@ -25,14 +26,14 @@ fn timeline_of(fixture: &TraceFixture) -> StageTimeline {
         split: &split,
     }];
     let families = load_families(None).expect("built-in families");
-    let forward_calls = load_forward_calls(None).expect("built-in steps catalog");
+    let steps = builtin_with_engines();
     let mut timelines = stage_timelines(
         &staged,
         &Locator::default(),
         &families,
         &TimelineOptions {
             top_gaps: 5,
-            forward_calls: &forward_calls,
+            steps: &steps,
         },
     );
     assert_eq!(timelines.len(), 1);
@@ -162,9 +163,14 @@ fn a_hip_blocking_copy_during_the_gap_is_sync_and_hip_launch_apis_are_launches()
     let t = timeline_of(&b);
 
     assert_eq!(t.step_source, "whole stage");
+    // The launch at 0 precedes the first GPU op at 0.1 µs.
     assert_eq!(
         t.notes,
-        ["no step markers or graph launches: the whole stage is one step"]
+        [
+            "no step markers or graph launches: the whole stage is one step",
+            "the first step starts 0.100 µs before the stage's first GPU op (at its first \
+             launch): its wall time counts them as idle, the span does not"
+        ]
     );
     assert_eq!(t.idle_by_cause.sync_us, 9.9);
     assert_eq!(t.idle_by_cause.launch_us, 0.2);
@@ -252,17 +258,28 @@ fn communication_under_compute_is_not_exposed() {
 
 #[test]
 fn marker_kinds_are_told_apart() {
-    let kind = |name| steps::marker_kind_source(name);
-    assert_eq!(kind("step[DECODE bs=32]"), Some("step[...] annotations"));
+    let catalog = builtin_with_engines();
+    let kind = |name| {
+        catalog
+            .marker_of(name)
+            .map(|m| format!("{} annotations", catalog.markers[m].shown_as))
+    };
+    assert_eq!(
+        kind("step[DECODE bs=32]"),
+        Some("step[...] annotations".to_string())
+    );
     assert_eq!(
         kind("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)"),
-        Some("execute_... annotations")
+        Some("execute_... annotations".to_string())
     );
     assert_eq!(
         kind("execute_context_1(888_788544)_generation_0(0)"),
-        Some("execute_... annotations")
+        Some("execute_... annotations".to_string())
     );
-    assert_eq!(kind("ProfilerStep#6"), Some("ProfilerStep annotations"));
+    assert_eq!(
+        kind("ProfilerStep#6"),
+        Some("ProfilerStep annotations".to_string())
+    );
     assert_eq!(kind("execute_model"), None);
     assert_eq!(kind("capture_32_DECODE"), None);
 }
@@ -294,6 +311,44 @@ fn without_markers_each_outermost_forward_call_of_the_engine_is_a_step() {
     assert_eq!(steps, [(call, 1.0), (call, 4.0)], "{t:?}");
     assert!(
         t.notes.iter().any(|n| n.starts_with("1 GPU ops (0.001 ms) were launched outside every forward call")),
+        "{:?}",
+        t.notes
+    );
+}
+
+#[test]
+fn a_first_step_that_starts_before_the_span_says_so_in_a_note() {
+    let mut b = TraceFixture::new();
+    b.annotation("step[DECODE bs=1]", 0, 10_000, false);
+    b.runtime("cudaLaunchKernel", 1_000, 500, 1, 1, None);
+    b.kernel("gemm_a", 3_500, 1_000, Some(1), None);
+    b.runtime("cudaLaunchKernel", 2_000, 400, 1, 2, None);
+    b.kernel("gemm_b", 4_500, 1_000, Some(2), None);
+    let t = timeline_of(&b);
+    // The span is the GPU ops' (3.5-5.5 µs); the step runs from its first launch (1 µs),
+    // so its wall time is 2.5 µs longer than the span, all of it idle before the span.
+    assert_eq!(
+        (t.span_us, t.steps[0].start_us, t.steps[0].wall_us),
+        (2.0, 1.0, 4.5)
+    );
+    assert_eq!(t.steps[0].launch_idle_us, 2.5);
+    let note = "the first step starts 2.500 µs before the stage's first GPU op (at its first \
+                launch): its wall time counts them as idle, the span does not";
+    assert!(t.notes.iter().any(|n| n == note), "{:?}", t.notes);
+}
+
+#[test]
+fn a_step_that_starts_with_its_first_gpu_op_has_no_such_note() {
+    // An op whose launch is unrecorded starts its step at the op itself.
+    let mut b = TraceFixture::new();
+    b.annotation("step[DECODE bs=1]", 0, 10_000, false);
+    b.kernel("gemm_a", 3_500, 1_000, None, None);
+    let t = timeline_of(&b);
+    assert_eq!(t.steps[0].start_us, 3.5);
+    assert!(
+        t.notes
+            .iter()
+            .all(|n| !n.contains("before the stage's first GPU op")),
         "{:?}",
         t.notes
     );
