@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::graph::capture::{captured_graphs, CapturedGraph};
 use crate::analyze::graph::resolve::{replay_notes as graph_replay_notes, resolve_replays};
+use crate::analyze::graph::mapping::resolve_traces;
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
@@ -209,6 +210,17 @@ pub(crate) fn run_observed(
         ),
         None => None,
     };
+    // Mapping+formal mode: graph-replayed kernels take the sites of the mapping kernels
+    // they align with (analyze::graph::mapping), before any table reads a site.
+    let (traces, formal, mapping_graph_note) = match &mapping {
+        Some(m) => {
+            let (traces, linked, note) =
+                resolve_traces(traces, formal.linked, &mapping_traces, &m.linked, &families);
+            (traces, Prepared { linked, ..formal }, note)
+        }
+        None => (traces, formal, None),
+    };
+    let selection = &formal.selection;
     let server_args_found = traces_set
         .server_args
         .as_ref()
@@ -286,6 +298,7 @@ pub(crate) fn run_observed(
         .iter()
         .chain(mapping.iter().flat_map(|m| &m.linked));
     notes.extend(all_linked.filter_map(collision_note));
+    notes.extend(mapping_graph_note);
     // A named engine the evidence contradicts: honoured, and said on stderr and here.
     for chosen in std::iter::once(selection).chain(mapping.as_ref().map(|m| &m.selection)) {
         if let Some(warning) = &chosen.warning {

@@ -16,6 +16,7 @@ pub mod compiled_tp;
 pub mod emulator;
 mod engines;
 pub mod ranks;
+pub mod graph_pairs;
 pub mod timeline;
 
 use std::collections::BTreeMap;

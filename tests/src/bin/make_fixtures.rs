@@ -20,6 +20,10 @@
 //! `make-fixtures --ranks OUT_DIR` writes the multi-rank runs (2, 4 and 8 ranks of one
 //! SGLang decode capture, own clocks, injected lateness) as `OUT_DIR/<run>/` with one
 //! trace per rank and `ground_truth.json`.
+//! `make-fixtures --graph-pairs OUT_DIR` writes graph-off/graph-on trace pairs (graph
+//! nodes missing, extra, fused and split against the eager launches) as
+//! `OUT_DIR/<pair>/{graph-off,graph-on}/…` with `ground_truth.json`, for the mapping
+//! alignment.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -35,8 +39,9 @@ fn main() -> ExitCode {
         [flag, out] if flag == "--matrix" => (out, llm_triage_tests::write_matrix),
         [flag, out] if flag == "--timeline" => return write_timeline(Path::new(out)),
         [flag, out] if flag == "--ranks" => return write_ranks(Path::new(out)),
+        [flag, out] if flag == "--graph-pairs" => return write_graph_pairs(Path::new(out)),
         _ => {
-            eprintln!("usage: make-fixtures [--matrix | --timeline | --ranks] OUT_DIR");
+            eprintln!("usage: make-fixtures [--matrix | --timeline | --ranks | --graph-pairs] OUT_DIR");
             return ExitCode::from(2);
         }
     };
@@ -95,6 +100,27 @@ fn write_ranks(out: &Path) -> ExitCode {
                     truth.files.len(),
                     truth.collectives.len(),
                     truth.stragglers.len()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("make-fixtures: cannot write {}: {e}", out.display());
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn write_graph_pairs(out: &Path) -> ExitCode {
+    match llm_triage_tests::graph_pairs::write_graph_pairs(out) {
+        Ok(truths) => {
+            for truth in truths {
+                let (ops, ns) = truth.unmatched();
+                println!(
+                    "{}: {} graph nodes x {} replays, {ops} replayed ops without a counterpart ({ns} ns)",
+                    truth.name,
+                    truth.nodes.len(),
+                    truth.replays
                 );
             }
             ExitCode::SUCCESS

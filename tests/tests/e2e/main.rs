@@ -25,6 +25,7 @@ mod engine_fixtures;
 mod faults;
 mod fuse_shared_traces;
 mod graph_capture_sites;
+mod graph_mapping;
 mod hostile;
 mod overlap;
 mod perf_identity;

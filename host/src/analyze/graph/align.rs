@@ -17,8 +17,12 @@
 //! single node, the other side 2 to [`MAX_FUSED_PARTS`] nodes, and one of those has the
 //! single node's family, the single node is matched to that one (the first such) and
 //! every part to the single node, all as [`PairKind::Fused`] with a lower confidence.
-//! Anything else left over has no counterpart ([`Unmatched::NoCounterpart`]): a node
-//! missing from the other sequence, or extra in this one.
+//! Last, a node still left over pairs with an unpaired node of its name within
+//! [`REORDER_REACH`] nodes of where its neighbours put it: a kernel on another stream
+//! starts at another point among the compute kernels in each run, and the programme
+//! cannot cross pairs to reach it. Anything else left over has no counterpart
+//! ([`Unmatched::NoCounterpart`]): a node missing from the other sequence, or extra in
+//! this one.
 //!
 //! Cost: O(n·m) time, one byte of traceback per cell and two rows of scores. A replay has
 //! hundreds to a few thousand nodes, so 4k x 4k = 16M cells is done once per distinct
@@ -38,6 +42,9 @@ pub const GAP_SCORE: i32 = -1;
 pub const MAX_CELLS: usize = 1 << 26;
 /// The most split kernels one fused kernel is taken to stand for.
 pub const MAX_FUSED_PARTS: usize = 4;
+/// How far (in nodes) from where its neighbours put it a left-over node looks for an
+/// unpaired node of its name (see the module docs).
+pub const REORDER_REACH: usize = 16;
 
 /// What the alignment compares of one kernel.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -169,6 +176,7 @@ fn align_within(query: &[NodeKey], reference: &[NodeKey], max_cells: usize) -> A
     );
     alignment.score = i64::from(score);
     pair_fusions(&mut alignment, query, reference);
+    pair_reordered(&mut alignment, &query_ids, &reference_ids);
     alignment
 }
 
@@ -351,6 +359,32 @@ fn fuse(
             other: one,
             kind: PairKind::Fused,
         };
+    }
+}
+
+/// Pairs each node the programme and the fusion pass left over with an unpaired node of
+/// the same name on the other side, within [`REORDER_REACH`] nodes of where its paired
+/// neighbours put it (the nearest, the earlier on a tie). Kernels on other streams
+/// start at another point among the compute kernels in each run, and the programme
+/// cannot cross pairs to reach them.
+fn pair_reordered(alignment: &mut Alignment, query: &[Ids], reference: &[Ids]) {
+    // Where the next query node belongs: just past the last paired node's counterpart.
+    let mut expected = 0usize;
+    for (q, &node) in query.iter().enumerate() {
+        if let Some(other) = alignment.query[q].other() {
+            expected = other + 1;
+            continue;
+        }
+        let low = expected.saturating_sub(REORDER_REACH);
+        let high = (expected + REORDER_REACH + 1).min(reference.len());
+        let nearest = (low..high)
+            .filter(|&r| reference[r].0 == node.0 && alignment.reference[r].other().is_none())
+            .min_by_key(|&r| (r.abs_diff(expected), r));
+        if let Some(r) = nearest {
+            let kind = PairKind::Exact;
+            alignment.query[q] = NodeMatch::Matched { other: r, kind };
+            alignment.reference[r] = NodeMatch::Matched { other: q, kind };
+        }
     }
 }
 
@@ -537,6 +571,30 @@ mod tests {
             assert_eq!(*m, exact(want), "replay node {q}");
         }
         assert_eq!(a.reference[10], NONE);
+    }
+
+    /// A kernel on another stream starts at another point among the compute kernels in
+    /// each run (the NCCL all-reduce beside the MLP): it pairs by name within reach.
+    #[test]
+    fn a_kernel_that_starts_out_of_order_still_pairs_with_its_name_nearby() {
+        let replay = keys("a:norm b:gemm c:rope nccl:communication d:attention e:gemm");
+        let reference = keys("a:norm nccl:communication b:gemm c:rope d:attention e:gemm");
+        let a = align(&replay, &reference);
+        assert_eq!(
+            a.query,
+            [exact(0), exact(2), exact(3), exact(1), exact(4), exact(5)]
+        );
+        assert_eq!(a.reference[1], exact(3));
+        // Out of reach: left without a counterpart.
+        let far: Vec<&str> = std::iter::once("nccl:communication")
+            .chain(std::iter::repeat_n("g:gemm", REORDER_REACH + 2))
+            .collect();
+        let mut moved = far[1..].to_vec();
+        moved.push("nccl:communication");
+        let far = keys(Box::leak(far.join(" ").into_boxed_str()));
+        let moved = keys(Box::leak(moved.join(" ").into_boxed_str()));
+        let a = align(&moved, &far);
+        assert_eq!(a.query[moved.len() - 1], NONE);
     }
 
     #[test]

@@ -15,3 +15,4 @@
 pub mod align;
 pub(crate) mod capture;
 pub(crate) mod resolve;
+pub(crate) mod mapping;
