@@ -144,7 +144,9 @@ mod reference {
     use rustc_hash::FxHashMap as HashMap;
 
     use llm_triage::trace::event::{Ns, Sym, Trace};
-    use llm_triage::trace::link::{is_graph_launch, LaunchSite, LinkCounts, Linked, StackId};
+    use llm_triage::trace::link::{
+        is_graph_launch, LaunchSite, LinkCounts, Linked, SiteSource, StackId,
+    };
 
     /// Timestamps come from microsecond floats; allow one nanosecond of rounding.
     const TOLERANCE_NS: Ns = 1;
@@ -170,6 +172,7 @@ mod reference {
                 site.graph_replay = is_graph_launch(trace.name(call.name));
                 if site.graph_replay {
                     site.cpu_op = Some(call.name);
+                    site.source = SiteSource::GraphLaunch;
                 }
                 point = Some(((call.pid, call.tid), call.ts));
                 let external = call.external_id.or(op.external_id);
@@ -188,6 +191,8 @@ mod reference {
                 }) {
                     let cpu = &trace.cpu_ops[c as usize];
                     site.cpu_op = Some(cpu.name);
+                    site.input_dims = cpu.input_dims;
+                    site.input_types = cpu.input_types;
                     site.launch_ts = Some(cpu.ts);
                     // Probe inside the op, past its own start, where its frames are open.
                     point = Some(((cpu.pid, cpu.tid), cpu.ts + (cpu.dur / 2).min(1000)));
@@ -216,7 +221,11 @@ mod reference {
                 Some(c) if contains(c) => Some(c),
                 other => innermost_ops[i].or(other),
             };
-            site.cpu_op = chosen.map(|c| trace.cpu_ops[c as usize].name);
+            let chosen = chosen.map(|c| &trace.cpu_ops[c as usize]);
+            site.cpu_op = chosen.map(|cpu| cpu.name);
+            // An eager launch carries its CPU op's recorded shapes.
+            site.input_dims = chosen.and_then(|cpu| cpu.input_dims);
+            site.input_types = chosen.and_then(|cpu| cpu.input_types);
         }
 
         let (stack_of, stacks) = python_stacks(trace, &launch_points);
