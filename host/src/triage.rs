@@ -6,6 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::analyze::device::{
+    analysed_device, chosen_device, device_report, match_trace_device, DeviceChoice,
+};
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::location::Locator;
@@ -53,6 +56,8 @@ pub(crate) struct TriageRequest {
     pub run_logs: Vec<PathBuf>,
     /// `--pid-substring`: keep only GPU ops whose pid contains this (`trace::pid_filter`).
     pub pid_substring: Option<String>,
+    /// `--device NAME` / `--device-spec FILE`, else the trace's device from the table.
+    pub device: DeviceChoice,
 }
 
 /// Files smaller than this read too fast for a progress bar to help.
@@ -118,8 +123,10 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         fusions: fusion_catalog,
         overlap: known_paths,
         forward_calls,
-        devices: _,
+        devices: device_table,
     } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
+    // A bad --device or --device-spec fails before the (long) read.
+    let chosen = chosen_device(&request.device, &device_table)?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
     sets.extend(mapping_set.as_mut());
@@ -220,6 +227,13 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         .iter()
         .chain(mapping.iter().flat_map(|m| &m.linked));
     notes.extend(all_linked.filter_map(collision_note));
+    // The formal traces' GPU: what their kernel times ran on.
+    let device = analysed_device(&traces);
+    let (device, device_note) = device_report(
+        device,
+        match_trace_device(device, &device_table, chosen).as_ref(),
+    );
+    notes.extend(device_note);
     // A named engine the evidence contradicts: honoured, and said on stderr and here.
     for chosen in std::iter::once(selection).chain(mapping.as_ref().map(|m| &m.selection)) {
         if let Some(warning) = &chosen.warning {
@@ -251,6 +265,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             .map(|set| input_infos(set, &mapping_traces))
             .unwrap_or_default(),
         overlap_stages,
+        device,
     })
 }
 

@@ -72,6 +72,7 @@ pub(super) fn report(stages: Vec<StageReport>) -> Report {
         mapping_framework: None,
         mapping_inputs: Vec::new(),
         overlap_stages: Vec::new(),
+        device: None,
     }
 }
 
