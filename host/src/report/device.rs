@@ -37,7 +37,8 @@ pub(super) fn device_line(report: &Report) -> Option<String> {
     });
     let peaks: Vec<String> = keys
         .iter()
-        .map(|k| format!("{} {}", trace(k), device.peak_tflops[*k]))
+        // Keys are the table's data types (validated when loaded), not trace text.
+        .map(|k| format!("{k} {}", device.peak_tflops[*k]))
         .collect();
     if !peaks.is_empty() {
         parts.push(format!("dense peak TFLOP/s: {}", peaks.join(", ")));
