@@ -515,6 +515,14 @@ fn read_notes(traces: &[Trace]) -> Vec<String> {
                 by_field(&s.oversized_top_level)
             ));
         }
+        if !s.oversized_fields.is_empty() {
+            notes.push(format!(
+                "{}: optional values over the reader's 64 KiB limit left out of events that \
+                 were kept: {}",
+                file_name(&trace.path),
+                by_field(&s.oversized_fields)
+            ));
+        }
         if s.total() == 0 {
             continue;
         }

@@ -2,6 +2,7 @@
 
 pub(crate) mod device;
 pub mod fuse;
+pub mod graph;
 pub mod kernels;
 pub mod location;
 pub(crate) mod overlap;
