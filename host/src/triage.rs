@@ -6,6 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::analyze::device::{
+    analysed_device, chosen_device, device_report, match_trace_device, DeviceChoice,
+};
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::graph::capture::{captured_graphs, CapturedGraph};
 use crate::analyze::graph::resolve::{replay_notes as graph_replay_notes, resolve_replays};
@@ -63,6 +66,8 @@ pub(crate) struct TriageRequest {
     /// `--capture-input`: capture traces (files or directories) of the graphs the formal
     /// trace replays, besides those found beside it (`analyze::graph`).
     pub capture_inputs: Vec<PathBuf>,
+    /// `--device NAME` / `--device-spec FILE`, else the trace's device from the table.
+    pub device: DeviceChoice,
 }
 
 /// Files smaller than this read too fast for a progress bar to help.
@@ -172,8 +177,11 @@ pub(crate) fn run_observed(
         fusions: fusion_catalog,
         overlap: known_paths,
         steps: step_catalog,
+        devices: device_table,
         ..
     } = Catalog::load(request.catalog.as_deref(), plugin_set)?;
+    // A bad --device or --device-spec fails before the (long) read.
+    let chosen = chosen_device(&request.device, &device_table)?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
     sets.extend(mapping_set.as_mut());
@@ -299,6 +307,13 @@ pub(crate) fn run_observed(
         .chain(mapping.iter().flat_map(|m| &m.linked));
     notes.extend(all_linked.filter_map(collision_note));
     notes.extend(mapping_graph_note);
+    // The formal traces' GPU: what their kernel times ran on.
+    let device = analysed_device(&traces);
+    let (device, device_note) = device_report(
+        device,
+        match_trace_device(device, &device_table, chosen).as_ref(),
+    );
+    notes.extend(device_note);
     // A named engine the evidence contradicts: honoured, and said on stderr and here.
     for chosen in std::iter::once(selection).chain(mapping.as_ref().map(|m| &m.selection)) {
         if let Some(warning) = &chosen.warning {
@@ -333,6 +348,7 @@ pub(crate) fn run_observed(
         ranks: Vec::new(),
         collectives: Vec::new(),
         stragglers: Vec::new(),
+        device,
     };
     observe(&Observed {
         staged: &staged,

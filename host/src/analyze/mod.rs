@@ -1,5 +1,6 @@
 //! The analyses, one module each: (trace, catalog) -> one part of the `Report`.
 
+pub(crate) mod device;
 pub mod fuse;
 pub mod graph;
 pub mod kernels;

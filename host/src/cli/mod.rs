@@ -284,6 +284,17 @@ pub struct TriageArgs {
     #[arg(long, value_name = "TEXT")]
     pub pid_substring: Option<String>,
 
+    /// The GPU the roofline divides by: a row of the device table (its name or a
+    /// deviceProperties spelling, e.g. "H100 SXM", "AMD Instinct MI300X"), instead of the
+    /// one matched from the trace.
+    #[arg(long, value_name = "NAME", conflicts_with = "device_spec")]
+    pub device: Option<String>,
+
+    /// The GPU the roofline divides by, from FILE: a TOML file with one [[device]] row in
+    /// the format of catalog/devices.toml (exit 3 when it does not parse or validate).
+    #[arg(long, value_name = "FILE")]
+    pub device_spec: Option<PathBuf>,
+
     /// The predecessor's spelling of leaving --merge-profiles off (the default).
     #[arg(long, hide = true, overrides_with = "merge_profiles")]
     pub no_merge_profiles: bool,

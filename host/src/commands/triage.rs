@@ -4,6 +4,7 @@
 use std::io::IsTerminal;
 
 use super::capture_options::capture_options;
+use crate::analyze::device::DeviceChoice;
 use crate::capture::{self, Sources};
 use crate::cli::{GlobalArgs, OutputFormat, RankArg, TriageArgs};
 use crate::error::{Result, TriageError};
@@ -46,6 +47,7 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         run_logs: args.run_log.clone(),
         pid_substring: args.pid_substring.clone().filter(|p| !p.is_empty()),
         capture_inputs: args.capture_input.clone(),
+        device: device_choice(args),
     };
     if let Some(output) = &args.output {
         // Before the run, so a refused output costs no analysis.
@@ -73,6 +75,15 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
     match &args.output {
         Some(path) => write_text(path, &text),
         None => print_stdout(&text),
+    }
+}
+
+/// `--device` or `--device-spec`, else the table's match of the trace's device.
+fn device_choice(args: &TriageArgs) -> DeviceChoice {
+    match (&args.device, &args.device_spec) {
+        (Some(name), _) => DeviceChoice::Named(name.clone()),
+        (None, Some(file)) => DeviceChoice::SpecFile(file.clone()),
+        (None, None) => DeviceChoice::FromTrace,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Rendering the `Report` value. One file per output format, one trait for all: every
 //! format sees the same `Report`, so they can differ in layout but never in facts.
+mod device;
 pub(crate) mod escape;
 pub(crate) mod json;
 pub(crate) mod markdown;

@@ -49,6 +49,40 @@ pub struct Report {
     /// collective, when it was at least 5 µs late, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stragglers: Vec<StragglerRow>,
+    /// The GPU the kernels ran on and its peaks (`analyze::device`); absent when the
+    /// traces list no device and neither `--device` nor `--device-spec` names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceReport>,
+}
+
+/// The analysed GPU (`deviceProperties` of the trace) and its row of the device table
+/// (`catalog/devices.toml`). An unknown device (no row matched, no override) keeps its
+/// trace facts with `matched_by`, `hbm_tb_per_s` and `citation` null and `peak_tflops`
+/// empty, and a run note says so.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceReport {
+    /// The device table row's name (`--device-spec`: the file's row); unknown: the
+    /// trace's `deviceProperties.name` (possibly empty).
+    pub name: String,
+    /// How the row was chosen: `name` (the trace's device name is the row's name or an
+    /// alias), `sms-and-memory` (only this row has the trace's SM count and, within
+    /// 10%, its memory size), `flag` (`--device`), `spec-file` (`--device-spec`); null:
+    /// unknown.
+    pub matched_by: Option<String>,
+    /// Dense peak TFLOP/s (TOPS for `int8`) per data type (`fp32`, `tf32`, `bf16`, `fp16`,
+    /// `fp8`, `fp4`, `int8`), only those the row gives; empty when unknown.
+    pub peak_tflops: std::collections::BTreeMap<String, f64>,
+    /// Peak memory bandwidth in TB/s; null when unknown.
+    pub hbm_tb_per_s: Option<f64>,
+    /// SMs (CUs on AMD): the trace's `numSms` for the analysed device, else the row's.
+    pub sms: Option<u32>,
+    /// The trace's `deviceProperties.name` of the analysed device; null when the traces
+    /// list no device.
+    pub trace_name: Option<String>,
+    /// The trace's `totalGlobalMem` of the analysed device, in bytes.
+    pub memory_bytes: Option<u64>,
+    /// The vendor document the row's figures come from; null when unknown.
+    pub citation: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -78,6 +78,7 @@ pub(super) fn report(stages: Vec<StageReport>) -> Report {
         ranks: Vec::new(),
         collectives: Vec::new(),
         stragglers: Vec::new(),
+        device: None,
     }
 }
 

@@ -235,6 +235,7 @@ fn header_lines(report: &Report) -> Vec<String> {
             trace(class)
         ));
     }
+    lines.extend(super::device::device_line(report));
     for input in &report.inputs {
         if let Some(capture) = &input.graph_capture {
             lines.push(graph_capture_line(&input.path, capture));

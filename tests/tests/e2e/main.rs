@@ -20,6 +20,7 @@ mod catalog_validate;
 mod cli;
 mod cli_output;
 mod companion;
+mod device;
 mod display_names;
 mod engine_fixtures;
 mod faults;
