@@ -12,6 +12,7 @@ use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
+use crate::analyze::roofline::{self, Roof};
 use crate::analyze::timeline::{attach as attach_timeline, stage_timelines, TimelineOptions};
 use crate::catalog::Catalog;
 use crate::checks::diffusers_fallback;
@@ -118,6 +119,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         fusions: fusion_catalog,
         overlap: known_paths,
         forward_calls,
+        roofline: roofline_ops,
     } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
@@ -199,6 +201,10 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         },
     );
     let mut stages = attach_timeline(stages, timelines);
+    // The roofline (issue 18): figures per kernel row, the stage's speed of light.
+    let roof = traces.iter().map(Roof::from_trace).find(|r| r.sms.is_some()).unwrap_or_default();
+    let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof);
+    stages = roofline::attach(stages, rooflines, &roof);
     let inputs = input_infos(&traces_set, &traces);
     if inputs.iter().all(|i| i.graph_capture.is_some()) {
         // Nothing ran: a kernel table of the stray kernels would pretend to be the

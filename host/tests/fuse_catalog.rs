@@ -52,6 +52,7 @@ fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
             vec![cpu_op.to_string()]
         },
         launch_mix: Vec::new(),
+        roofline: None,
     }
 }
 

@@ -4,6 +4,7 @@ pub mod fuse;
 pub mod kernels;
 pub mod location;
 pub(crate) mod overlap;
+pub mod roofline;
 #[cfg(test)]
 mod tests;
 pub(crate) mod timeline;

@@ -8,6 +8,7 @@
 //!   origin's file and exports it through the plugin API (`fusion_registry`), the host
 //!   embeds `torch.toml`, and [`load_fusions`] merges and validates them;
 //! * [`overlap`]: known overlap paths (`overlap.toml`);
+//! * [`roofline`]: which CPU op uses which FLOPs/bytes formula (`roofline.toml`);
 //! * [`pattern`]: the token and pattern language all three share;
 //!
 //! [`Catalog::load`] reads all three files, so a triage and `catalog validate` check the
@@ -23,6 +24,7 @@ pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
 pub mod pattern;
+pub mod roofline;
 pub mod steps;
 
 use crate::error::TriageError;
@@ -32,6 +34,7 @@ pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
+pub use roofline::{load_roofline_ops, RooflineOps};
 pub use steps::{load_forward_calls, ForwardCall, ForwardCalls};
 
 /// Every catalog file of a run, parsed and validated.
@@ -41,6 +44,8 @@ pub struct Catalog {
     pub fusions: FusionCatalog,
     pub overlap: KnownPaths,
     pub forward_calls: ForwardCalls,
+    /// Which CPU op uses which FLOPs/bytes formula (`roofline.toml`).
+    pub roofline: RooflineOps,
 }
 
 impl Catalog {
@@ -52,6 +57,7 @@ impl Catalog {
             families: load_families(dir)?,
             overlap: load_known_paths(dir)?,
             forward_calls: load_forward_calls(dir)?,
+            roofline: load_roofline_ops(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }

@@ -5,6 +5,7 @@ pub(crate) mod json;
 pub(crate) mod markdown;
 pub mod model;
 pub(crate) mod text;
+mod roofline;
 mod timeline;
 mod view;
 

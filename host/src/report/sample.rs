@@ -27,6 +27,7 @@ pub(super) fn row(
         python_locations: Vec::new(),
         cpu_ops: Vec::new(),
         launch_mix: Vec::new(),
+        roofline: None,
     }
 }
 
@@ -40,6 +41,7 @@ pub(super) fn stage(label: &str, total_gpu_time_us: f64, kernels: Vec<KernelRow>
         fusions: Vec::new(),
         similarity: Vec::new(),
         timeline: None,
+        sol: None,
         notes: Vec::new(),
     }
 }

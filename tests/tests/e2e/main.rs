@@ -27,6 +27,7 @@ mod fuse_shared_traces;
 mod hostile;
 mod overlap;
 mod perf_identity;
+mod roofline;
 mod shared_traces;
 mod timeline;
 mod timeline_truth;

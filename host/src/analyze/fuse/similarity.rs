@@ -304,6 +304,7 @@ mod tests {
             }],
             cpu_ops: vec!["cudaGraphLaunch".to_string()],
             launch_mix: Vec::new(),
+            roofline: None,
         }
     }
 

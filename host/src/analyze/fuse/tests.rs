@@ -37,6 +37,7 @@ fn kernel(name: &str, us: f64, location: &str, op: &str) -> KernelRow {
         }],
         cpu_ops: vec![op.to_string()],
         launch_mix: Vec::new(),
+        roofline: None,
     }
 }
 
