@@ -202,7 +202,11 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     );
     let mut stages = attach_timeline(stages, timelines);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
-    let roof = traces.iter().map(Roof::from_trace).find(|r| r.sms.is_some()).unwrap_or_default();
+    let roof = traces
+        .iter()
+        .map(Roof::from_trace)
+        .find(|r| r.sms.is_some())
+        .unwrap_or_default();
     let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof);
     stages = roofline::attach(stages, rooflines, &roof);
     let inputs = input_infos(&traces_set, &traces);

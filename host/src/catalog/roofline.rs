@@ -26,7 +26,10 @@ pub enum OpFormula {
         out_bytes: Option<u64>,
     },
     /// `C[B] = A[B] · B[B]`.
-    Bmm { a: usize, b: usize },
+    Bmm {
+        a: usize,
+        b: usize,
+    },
     /// Grouped MoE GEMMs: hidden `[T, H]`, w1 `[E, 2I, H]`, w2 `[E, H, I]`, top-k `[T, k]`.
     Moe {
         hidden: usize,
@@ -35,12 +38,28 @@ pub enum OpFormula {
         topk: usize,
     },
     /// Paged/varlen attention: q `[T, Hq, d_qk]`, k `[.., Hkv, d_qk]`, v `[.., Hkv, d_v]`.
-    Attention { q: usize, k: usize, v: usize },
-    RmsNorm { add: bool, in_place: bool },
-    Rope { tensors: Vec<usize> },
-    KvCacheWrite { tensors: Vec<usize>, cache: usize },
-    AllReduce { buffer: usize },
-    Elementwise { flops_per_elem: u64 },
+    Attention {
+        q: usize,
+        k: usize,
+        v: usize,
+    },
+    RmsNorm {
+        add: bool,
+        in_place: bool,
+    },
+    Rope {
+        tensors: Vec<usize>,
+    },
+    KvCacheWrite {
+        tensors: Vec<usize>,
+        cache: usize,
+    },
+    AllReduce {
+        buffer: usize,
+    },
+    Elementwise {
+        flops_per_elem: u64,
+    },
 }
 
 impl OpFormula {
@@ -93,7 +112,10 @@ pub fn load_roofline_ops(dir: Option<&Path>) -> Result<RooflineOps, TriageError>
             return parse_roofline_ops(&text, &path);
         }
     }
-    parse_roofline_ops(BUILTIN_ROOFLINE, Path::new("built-in catalog/roofline.toml"))
+    parse_roofline_ops(
+        BUILTIN_ROOFLINE,
+        Path::new("built-in catalog/roofline.toml"),
+    )
 }
 
 #[derive(Deserialize)]
@@ -161,10 +183,11 @@ pub fn parse_roofline_ops(text: &str, path: &Path) -> Result<RooflineOps, Triage
             .iter()
             .find(|name| rows.iter().any(|r| r.cpu_ops.contains(name)))
         {
-            return Err(error(at(&format!("CPU op {name} is already in another row"))));
+            return Err(error(at(&format!(
+                "CPU op {name} is already in another row"
+            ))));
         }
-        if entry.checked_against.is_empty() || entry.checked_against.iter().any(|c| c.is_empty())
-        {
+        if entry.checked_against.is_empty() || entry.checked_against.iter().any(|c| c.is_empty()) {
             return Err(error(at(
                 "checked_against must cite where the argument order was checked",
             )));
@@ -284,7 +307,9 @@ fn formula_of(e: &OpEntry) -> Result<OpFormula, String> {
                 cache: need(e.cache, "cache")?,
             }
         }
-        "all_reduce" => OpFormula::AllReduce { buffer: args(1)?[0] },
+        "all_reduce" => OpFormula::AllReduce {
+            buffer: args(1)?[0],
+        },
         _ => OpFormula::Elementwise {
             flops_per_elem: e.flops_per_elem.unwrap_or(1),
         },
@@ -332,10 +357,7 @@ mod tests {
             "all_reduce",
             "elementwise",
         ] {
-            assert!(
-                ops.rows.iter().any(|r| r.formula.name() == name),
-                "{name}"
-            );
+            assert!(ops.rows.iter().any(|r| r.formula.name() == name), "{name}");
         }
     }
 

@@ -4,8 +4,8 @@ pub(crate) mod escape;
 pub(crate) mod json;
 pub(crate) mod markdown;
 pub mod model;
-pub(crate) mod text;
 mod roofline;
+pub(crate) mod text;
 mod timeline;
 mod view;
 

@@ -168,7 +168,11 @@ mod tests {
 
     #[test]
     fn no_block_without_roofline_rows() {
-        let r = report(vec![stage("decode", 100.0, vec![kernel("k", "gemm", 10.0, 100.0, 1)])]);
+        let r = report(vec![stage(
+            "decode",
+            100.0,
+            vec![kernel("k", "gemm", 10.0, 100.0, 1)],
+        )]);
         assert!(roofline_blocks(&r).is_empty());
     }
 
@@ -202,15 +206,38 @@ mod tests {
         let blocks = roofline_blocks(&report(vec![s]));
         assert_eq!(blocks.len(), 1);
         let section = &blocks[0].sections[0];
-        let cells: Vec<String> = section.table.rows[0].cells.iter().map(|c| c.join(" ")).collect();
-        assert_eq!(cells[1..], ["243.64 ms", "compute", "35.1%", "456.9", "0.16", "2861.0", "input-dims"]);
-        let second: Vec<String> = section.table.rows[1].cells.iter().map(|c| c.join(" ")).collect();
+        let cells: Vec<String> = section.table.rows[0]
+            .cells
+            .iter()
+            .map(|c| c.join(" "))
+            .collect();
+        assert_eq!(
+            cells[1..],
+            [
+                "243.64 ms",
+                "compute",
+                "35.1%",
+                "456.9",
+                "0.16",
+                "2861.0",
+                "input-dims"
+            ]
+        );
+        let second: Vec<String> = section.table.rows[1]
+            .cells
+            .iter()
+            .map(|c| c.join(" "))
+            .collect();
         assert_eq!(second[2..], ["under-filled", "-", "-", "-", "-", "-"]);
         assert_eq!(
             section.summary.as_deref(),
             Some("Speed of light 85.00 ms of 243.64 ms measured (34.9%), over 81.2% of the stage's GPU time")
         );
-        assert!(section.notes[0].starts_with("Beyond it: below roof 158.64 ms ("), "{}", section.notes[0]);
+        assert!(
+            section.notes[0].starts_with("Beyond it: below roof 158.64 ms ("),
+            "{}",
+            section.notes[0]
+        );
         assert!(section.notes[0].ends_with("158.64 ms at 35.1%), idle 1.20 ms, exposed communication 0.00 ms, no shape 56.36 ms"), "{}", section.notes[0]);
     }
 

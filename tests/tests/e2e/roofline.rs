@@ -93,13 +93,7 @@ fn row_with<'a>(report: &'a Value, raw: &str) -> &'a Value {
     let found: Vec<&Value> = rows(report)
         .into_iter()
         .map(|(_, k)| k)
-        .filter(|k| {
-            k["raw_names"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|n| n == raw)
-        })
+        .filter(|k| k["raw_names"].as_array().unwrap().iter().any(|n| n == raw))
         .collect();
     assert_eq!(found.len(), 1, "one row holds {raw}");
     found[0]
@@ -149,7 +143,11 @@ fn every_tracelens_gemm_shape_gets_its_flops_and_bytes_per_launch() {
         let row = row_with(&report, kernel);
         let roof = &row["roofline"];
         assert_eq!(row["launches"].as_u64(), Some(*launches), "{kernel}");
-        assert_eq!(roof["shaped_launches"].as_u64(), Some(*launches), "{kernel}");
+        assert_eq!(
+            roof["shaped_launches"].as_u64(),
+            Some(*launches),
+            "{kernel}"
+        );
         assert_eq!(roof["shape_source"], "input-dims", "{kernel}");
         within(roof["flops"].as_f64().unwrap(), *flops, 1.0, kernel);
         within(roof["bytes"].as_f64().unwrap(), *bytes, 1.0, kernel);
@@ -175,7 +173,11 @@ fn the_attention_launch_gets_tracelens_flops_from_the_step_annotation() {
     for (kernel, (launches, flops, bytes)) in &expected {
         let row = row_with(&report, kernel);
         let roof = &row["roofline"];
-        assert_eq!(roof["shaped_launches"].as_u64(), Some(*launches), "{kernel}");
+        assert_eq!(
+            roof["shaped_launches"].as_u64(),
+            Some(*launches),
+            "{kernel}"
+        );
         assert_eq!(roof["shape_source"], "step-annotation", "{kernel}");
         within(roof["flops"].as_f64().unwrap(), *flops, 1.0, kernel);
         within(roof["bytes"].as_f64().unwrap(), *bytes, 1.0, kernel);
@@ -238,7 +240,11 @@ fn every_kernel_of_less_than_one_wave_on_the_b200_is_under_filled() {
             "{name}"
         );
         let expect_under = 2 * starved >= total && starved > 0;
-        assert_eq!(roof["bound"] == "under-filled", expect_under, "{name}: {roof}");
+        assert_eq!(
+            roof["bound"] == "under-filled",
+            expect_under,
+            "{name}: {roof}"
+        );
         under += usize::from(expect_under);
         checked += 1;
     }

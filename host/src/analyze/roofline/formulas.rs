@@ -298,10 +298,7 @@ mod tests {
         assert_eq!(cost.flops, 98_304);
         assert_eq!(cost.bytes, 8 * (4096 + 2048) * 2 + 2 * 4 * 64 * 2);
         // At prefill size every expert is read, once.
-        let big = grouped_moe(&MoeGemm {
-            tokens: 1000,
-            ..g
-        });
+        let big = grouped_moe(&MoeGemm { tokens: 1000, ..g });
         assert_eq!(big.bytes, 128 * (4096 + 2048) * 2 + 2 * 1000 * 64 * 2);
     }
 

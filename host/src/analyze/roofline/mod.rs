@@ -174,10 +174,11 @@ fn sum_trace(
         else {
             continue;
         };
-        let Some(row_index) = *row_of_op
-            .entry(cpu_op)
-            .or_insert_with(|| ops.rows.iter().position(|r| r.cpu_ops.iter().any(|c| c == trace.name(cpu_op))))
-        else {
+        let Some(row_index) = *row_of_op.entry(cpu_op).or_insert_with(|| {
+            ops.rows
+                .iter()
+                .position(|r| r.cpu_ops.iter().any(|c| c == trace.name(cpu_op)))
+        }) else {
             continue;
         };
         let formula = &ops.rows[row_index].formula;
@@ -199,17 +200,19 @@ fn sum_trace(
         } else {
             None
         };
-        let launch = *cost_of.entry((cpu_op, dims, types, step)).or_insert_with(|| {
-            let args = args_of
-                .entry((dims, types))
-                .or_insert_with(|| parse_args(trace.name(dims), trace.name(types)));
-            let ctx = Context {
-                step: step.and_then(|s| step_index.get(s)),
-                ranks,
-            };
-            args.as_deref()
-                .and_then(|args| shapes::cost(formula, args, &ctx))
-        });
+        let launch = *cost_of
+            .entry((cpu_op, dims, types, step))
+            .or_insert_with(|| {
+                let args = args_of
+                    .entry((dims, types))
+                    .or_insert_with(|| parse_args(trace.name(dims), trace.name(types)));
+                let ctx = Context {
+                    step: step.and_then(|s| step_index.get(s)),
+                    ranks,
+                };
+                args.as_deref()
+                    .and_then(|args| shapes::cost(formula, args, &ctx))
+            });
         let Some(launch) = launch else {
             continue;
         };
@@ -248,9 +251,7 @@ fn finish_row(row: &RowSums, roof: &Roof) -> FinishedRow {
             .map_or((CLASSES.len(), 0), |(slot, ns)| (slot, *ns));
         (ns > 0).then(|| CLASSES.get(slot).copied()).flatten()
     };
-    let rate = |amount: Option<f64>| {
-        amount.filter(|_| seconds > 0.0).map(|a| a / seconds / 1e12)
-    };
+    let rate = |amount: Option<f64>| amount.filter(|_| seconds > 0.0).map(|a| a / seconds / 1e12);
     let sol_s = match (flops, bytes) {
         (Some(f), Some(b)) => roof.sol_seconds(f, b, class),
         _ => None,

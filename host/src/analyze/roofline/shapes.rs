@@ -39,7 +39,9 @@ pub fn dtype(name: &str) -> Option<(u64, Option<DtypeClass>)> {
         "c10::Half" => (2, Some(DtypeClass::Fp16)),
         "float" => (4, Some(DtypeClass::Fp32)),
         "double" => (8, None),
-        "c10::Float8_e4m3fn" | "c10::Float8_e5m2" | "c10::Float8_e4m3fnuz"
+        "c10::Float8_e4m3fn"
+        | "c10::Float8_e5m2"
+        | "c10::Float8_e4m3fnuz"
         | "c10::Float8_e5m2fnuz" => (1, Some(DtypeClass::Fp8)),
         // Two fp4 values per byte: the element size of the packed tensor.
         "c10::Float4_e2m1fn_x2" => (1, Some(DtypeClass::Fp4)),

@@ -181,9 +181,15 @@ mod tests {
     #[test]
     fn the_older_vllm_annotation_counts_only_a_prefill_without_decode() {
         let c = step_counts("execute_context_1(888_788544)_generation_0(0)").unwrap();
-        assert_eq!((c.c_sq, c.c_sk, c.c_sqsq, c.c_sqsk), (888, 888, 788_544, 788_544));
+        assert_eq!(
+            (c.c_sq, c.c_sk, c.c_sqsq, c.c_sqsk),
+            (888, 888, 788_544, 788_544)
+        );
         assert_eq!(step_counts("execute_context_0(0)_generation_64(64)"), None);
-        assert_eq!(step_counts("execute_context_2(14721)_generation_0(0)"), None);
+        assert_eq!(
+            step_counts("execute_context_2(14721)_generation_0(0)"),
+            None
+        );
     }
 
     #[test]
