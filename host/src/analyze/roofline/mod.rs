@@ -20,6 +20,8 @@ pub mod formulas;
 pub mod roof;
 pub mod shapes;
 pub mod steps;
+#[cfg(test)]
+mod tests;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashMap;
