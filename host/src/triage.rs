@@ -12,7 +12,7 @@ use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
-use crate::analyze::roofline::{self, Roof};
+use crate::analyze::roofline;
 use crate::analyze::timeline::{attach as attach_timeline, stage_timelines, TimelineOptions};
 use crate::catalog::Catalog;
 use crate::checks::diffusers_fallback;
@@ -119,6 +119,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         fusions: fusion_catalog,
         overlap: known_paths,
         forward_calls,
+        devices: device_table,
         roofline: roofline_ops,
     } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
@@ -202,11 +203,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     );
     let mut stages = attach_timeline(stages, timelines);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
-    let roof = traces
-        .iter()
-        .map(Roof::from_trace)
-        .find(|r| r.sms.is_some())
-        .unwrap_or_default();
+    let (roof, roof_note) = roofline::roof_of(&traces, &device_table);
     let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof);
     stages = roofline::attach(stages, rooflines, &roof);
     let inputs = input_infos(&traces_set, &traces);
@@ -224,6 +221,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(plugin_notes(&plugin_set));
     notes.extend(pid_notes);
     notes.extend(log_notes);
+    notes.extend(roof_note);
     let all_linked = formal
         .linked
         .iter()
@@ -507,6 +505,14 @@ fn read_notes(traces: &[Trace]) -> Vec<String> {
                 "{}: top-level values over the reader's size limit skipped: {}",
                 file_name(&trace.path),
                 by_field(&s.oversized_top_level)
+            ));
+        }
+        if !s.oversized_fields.is_empty() {
+            notes.push(format!(
+                "{}: optional values over the reader's 64 KiB limit left out of events that \
+                 were kept: {}",
+                file_name(&trace.path),
+                by_field(&s.oversized_fields)
             ));
         }
         if s.total() == 0 {

@@ -1,6 +1,7 @@
 //! The analyses, one module each: (trace, catalog) -> one part of the `Report`.
 
 pub mod fuse;
+pub mod graph;
 pub mod kernels;
 pub mod location;
 pub(crate) mod overlap;

@@ -8,6 +8,7 @@
 //!   origin's file and exports it through the plugin API (`fusion_registry`), the host
 //!   embeds `torch.toml`, and [`load_fusions`] merges and validates them;
 //! * [`overlap`]: known overlap paths (`overlap.toml`);
+//! * [`devices`]: GPU peaks, bandwidths and `deviceProperties` names (`devices.toml`);
 //! * [`roofline`]: which CPU op uses which FLOPs/bytes formula (`roofline.toml`);
 //! * [`pattern`]: the token and pattern language all three share;
 //!
@@ -20,6 +21,7 @@
 
 use std::path::Path;
 
+pub mod devices;
 pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
@@ -29,6 +31,7 @@ pub mod steps;
 
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
+pub use devices::{load_devices, DeviceTable};
 pub use families::{load_families, parse_families, FamilyRule, FamilyRules};
 pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
@@ -44,6 +47,7 @@ pub struct Catalog {
     pub fusions: FusionCatalog,
     pub overlap: KnownPaths,
     pub forward_calls: ForwardCalls,
+    pub devices: DeviceTable,
     /// Which CPU op uses which FLOPs/bytes formula (`roofline.toml`).
     pub roofline: RooflineOps,
 }
@@ -51,12 +55,14 @@ pub struct Catalog {
 impl Catalog {
     /// The built-in catalog plus the loaded plugins' fusion registries, with `dir`'s files
     /// in place of the built-in ones where it has them. The first invalid file fails the
-    /// load (kernel families, then overlap paths, then step boundaries, then fusion rows).
+    /// load (kernel families, then overlap paths, then step boundaries, then devices, then
+    /// fusion rows).
     pub fn load(dir: Option<&Path>, plugins: &PluginSet) -> Result<Catalog, TriageError> {
         Ok(Catalog {
             families: load_families(dir)?,
             overlap: load_known_paths(dir)?,
             forward_calls: load_forward_calls(dir)?,
+            devices: load_devices(dir)?,
             roofline: load_roofline_ops(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
@@ -97,6 +103,7 @@ mod tests {
         assert!(!catalog.overlap.paths.is_empty());
         assert!(!catalog.fusions.rules.is_empty());
         assert!(!catalog.forward_calls.calls.is_empty());
+        assert!(!catalog.devices.devices.is_empty());
     }
 
     #[test]

@@ -86,10 +86,12 @@ pub struct GpuOp {
     pub correlation: Option<u64>,
     /// `args["External id"]`: links to the `cpu_op` around the launch.
     pub external_id: Option<u64>,
-    /// `args.grid` and `args.block` (x, y, z), when present: the launch geometry.
+    /// `args.grid` and `args.block` (x, y, z), when present: the launch geometry. `None`
+    /// unless the value is an array of three integers that fit a `u32`.
     pub grid: Option<[u32; 3]>,
     pub block: Option<[u32; 3]>,
-    /// `args["blocks per SM"]`, when present (Kineto writes it for CUDA kernels).
+    /// `args["blocks per SM"]`, when present (Kineto writes it for CUDA kernels): a
+    /// finite, non-negative number, else `None`.
     pub blocks_per_sm: Option<f32>,
 }
 
@@ -114,9 +116,10 @@ pub struct RuntimeCall {
     pub correlation: u64,
     pub external_id: Option<u64>,
     /// `args.kernel`: the kernel a launch call names (ROCm writes it; a graph-capture
-    /// trace's launches are its only record of the graph's nodes).
+    /// trace's launches are its only record of the graph's nodes). `None` unless a
+    /// string.
     pub kernel: Option<Sym>,
-    /// `args.grid` and `args.block` of a launch call, when present.
+    /// `args.grid` and `args.block` of a launch call, when present (as [`GpuOp::grid`]).
     pub grid: Option<[u32; 3]>,
     pub block: Option<[u32; 3]>,
 }
@@ -130,8 +133,12 @@ pub struct CpuOp {
     pub pid: Sym,
     pub tid: Sym,
     pub external_id: Option<u64>,
-    /// `args["Input Dims"]`, `args["Input type"]` and `args["Concrete Inputs"]` as their
-    /// JSON text (interned: shapes repeat), when the trace recorded shapes.
+    /// `args["Input Dims"]` (the 2021 layout's `Input dims`), `args["Input type"]` and
+    /// `args["Concrete Inputs"]` as their JSON text (interned: shapes repeat), when the
+    /// trace recorded shapes and the value is an array. The text is compact, whatever the
+    /// writer's indentation: no whitespace outside strings (`[[1,2880],[2880,25136]]`,
+    /// `["c10::BFloat16",""]`), strings as written, lone surrogate escapes as `\ufffd`,
+    /// so one shape has one symbol and `serde_json` parses every one.
     pub input_dims: Option<Sym>,
     pub input_types: Option<Sym>,
     pub concrete_inputs: Option<Sym>,
@@ -223,6 +230,11 @@ pub struct SkipCounts {
     /// is past its size limit, by that field. No real trace has one; a hostile one would
     /// otherwise cost memory and time in proportion to it.
     pub oversized: BTreeMap<&'static str, u64>,
+    /// Optional values dropped from events that were kept, by field (`args.Input Dims`,
+    /// `args.kernel`, ...): past the same size limit, the fact is left out (`None`) and
+    /// the event read without it, so a CPU op with a huge shape list still links its
+    /// kernels. Not skipped events, so not in [`SkipCounts::total`].
+    pub oversized_fields: BTreeMap<&'static str, u64>,
     /// Top-level values the reader keeps (`deviceProperties`, ...) or keys skipped as
     /// past their size limit, by name. Not events, so not in [`SkipCounts::total`].
     pub oversized_top_level: BTreeMap<&'static str, u64>,

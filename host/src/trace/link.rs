@@ -182,6 +182,8 @@ pub fn link(trace: &Trace) -> Linked {
             }) {
                 let cpu = &trace.cpu_ops[c as usize];
                 site.cpu_op = Some(cpu.name);
+                site.input_dims = cpu.input_dims;
+                site.input_types = cpu.input_types;
                 site.launch_ts = Some(cpu.ts);
                 // Probe inside the op, past its own start, where its frames are open.
                 point = Some(((cpu.pid, cpu.tid), cpu.ts + (cpu.dur / 2).min(1000)));
@@ -219,7 +221,13 @@ pub fn link(trace: &Trace) -> Linked {
             Some(c) if contains(c) => Some(c),
             other => innermost_ops[i].or(other),
         };
-        site.cpu_op = chosen.map(|c| trace.cpu_ops[c as usize].name);
+        // An eager launch's shapes are its CPU op's (a graph replay's are not: it
+        // continued above, charged to the graph launch).
+        if let Some(cpu) = chosen.map(|c| &trace.cpu_ops[c as usize]) {
+            site.cpu_op = Some(cpu.name);
+            site.input_dims = cpu.input_dims;
+            site.input_types = cpu.input_types;
+        }
     }
 
     let mut counts = LinkCounts::default();
@@ -672,6 +680,104 @@ mod tests {
                 graph_replays: 2
             }
         );
+    }
+
+    #[test]
+    fn eager_sites_carry_their_cpu_ops_shapes_and_graph_replays_none() {
+        let mut b = TraceFixture::new();
+        b.cpu_op("aten::mm", 100, 300, 1, Some(7));
+        b.runtime("cudaLaunchKernel", 200, 20, 1, 42, Some(7));
+        b.kernel("gemm", 5000, 100, Some(42), Some(7));
+        // No External id: the innermost op around the launch.
+        b.cpu_op("aten::add", 1000, 300, 1, None);
+        b.runtime("cudaLaunchKernel", 1100, 20, 1, 43, None);
+        b.kernel("add", 5200, 100, Some(43), None);
+        // A graph launch inside an op with shapes: the replayed kernel's shapes are not
+        // that op's.
+        b.cpu_op("aten::mm", 2000, 300, 1, Some(8));
+        b.runtime("hipGraphLaunch", 2100, 20, 1, 44, Some(8));
+        b.kernel("replayed", 5400, 100, Some(44), None);
+        // Legacy: no runtime call, the External id names the op.
+        b.cpu_op("conv", 3000, 300, 1, Some(11));
+        b.kernel("legacy", 5600, 100, None, Some(11));
+        let mut trace = b.build();
+        let shapes = [
+            ("[[1,2],[2,3]]", r#"["float","float"]"#),
+            ("[[4]]", r#"["float"]"#),
+            ("[[9,9],[9,9]]", r#"["float","float"]"#),
+            ("[[1,3,8,8]]", r#"["float"]"#),
+        ];
+        for (op, (dims, types)) in trace.cpu_ops.iter_mut().zip(shapes) {
+            op.input_dims = Some(trace.strings.intern(dims));
+            op.input_types = Some(trace.strings.intern(types));
+        }
+        let linked = link(&trace);
+        let got: Vec<(SiteSource, Option<&str>, Option<&str>)> = linked
+            .sites
+            .iter()
+            .map(|s| {
+                (
+                    s.source,
+                    s.input_dims.map(|d| trace.name(d)),
+                    s.input_types.map(|d| trace.name(d)),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (SiteSource::Eager, Some(shapes[0].0), Some(shapes[0].1)),
+                (SiteSource::Eager, Some(shapes[1].0), Some(shapes[1].1)),
+                (SiteSource::GraphLaunch, None, None),
+                (SiteSource::Eager, Some(shapes[3].0), Some(shapes[3].1)),
+            ]
+        );
+    }
+
+    #[test]
+    fn shared_traces_eager_kernels_get_the_shapes_of_their_launching_op() {
+        use crate::testutil::shared_trace_path;
+        use crate::trace::read::read_trace;
+        let path = shared_trace_path("AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz");
+        let trace = read_trace(&path, &mut |_| {}).unwrap();
+        let linked = link(&trace);
+        // Each eager site's shapes are those of a CPU op of its name on the launching
+        // thread that contains the launch (the op link chose).
+        let mut with_dims = 0;
+        for site in &linked.sites {
+            let (Some(r), Some(name)) = (site.runtime, site.cpu_op) else {
+                assert_eq!(site.input_dims, None);
+                continue;
+            };
+            let call = &trace.runtime[r as usize];
+            let candidates: Vec<_> = trace
+                .cpu_ops
+                .iter()
+                .filter(|c| c.name == name && c.pid == call.pid && c.tid == call.tid)
+                .filter(|c| c.ts <= call.ts + 1 && call.ts <= c.ts + c.dur + 1)
+                .collect();
+            assert!(!candidates.is_empty());
+            assert!(candidates
+                .iter()
+                .any(|c| (c.input_dims, c.input_types) == (site.input_dims, site.input_types)));
+            with_dims += usize::from(site.input_dims.is_some());
+        }
+        let mm = linked
+            .sites
+            .iter()
+            .filter(|s| s.cpu_op.is_some_and(|n| trace.name(n) == "aten::mm"));
+        assert!(mm.clone().count() > 0);
+        assert!(mm.clone().all(|s| s.input_dims.is_some()));
+        assert!(with_dims > 400, "{with_dims}");
+
+        let path = shared_trace_path("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz");
+        let trace = read_trace(&path, &mut |_| {}).unwrap();
+        let linked = link(&trace);
+        let replays: Vec<_> = linked.sites.iter().filter(|s| s.graph_replay).collect();
+        assert!(replays.len() > 500);
+        assert!(replays
+            .iter()
+            .all(|s| s.source == SiteSource::GraphLaunch && s.input_dims.is_none()));
     }
 
     #[test]

@@ -33,8 +33,8 @@ use crate::trace::event::{GpuKind, Sym};
 use crate::trace::link::SiteSource;
 use crate::trace::names::canonical_name;
 use crate::trace::stage::Stage;
-pub use roof::Roof;
 use roof::{bound, BoundFacts};
+pub use roof::{roof_of, Roof};
 use shapes::{parse_args, Arg, Context, DtypeClass, LaunchCost};
 use steps::StepIndex;
 

@@ -6,6 +6,7 @@
 //! every percentage empty).
 
 use crate::analyze::roofline::shapes::DtypeClass;
+use crate::catalog::devices::{DeviceFacts, DeviceSpec, DeviceTable, Dtype};
 use crate::trace::event::Trace;
 
 /// Below this mean launch time a kernel that fills the GPU is latency-bound: a few µs
@@ -72,6 +73,59 @@ impl Roof {
             (None, Some(m)) if flops == 0.0 || class.is_none() => Some(m),
             _ => None,
         }
+    }
+}
+
+impl Roof {
+    /// The roofs of a device-table row; the trace's SM count wins over the row's (a
+    /// partitioned or binned part reports what it has).
+    pub fn from_spec(spec: &DeviceSpec, trace_sms: Option<u32>) -> Roof {
+        let class = |d: Dtype| match d {
+            Dtype::Fp32 => Some(DtypeClass::Fp32),
+            Dtype::Bf16 => Some(DtypeClass::Bf16),
+            Dtype::Fp16 => Some(DtypeClass::Fp16),
+            Dtype::Fp8 => Some(DtypeClass::Fp8),
+            Dtype::Fp4 => Some(DtypeClass::Fp4),
+            Dtype::Int8 => Some(DtypeClass::Int8),
+            Dtype::Fp64 | Dtype::Tf32 => None,
+        };
+        Roof {
+            sms: trace_sms.or(spec.sms),
+            peak_tflops: spec
+                .peak_tflops
+                .iter()
+                .filter_map(|(&d, &tflops)| Some((class(d)?, tflops)))
+                .collect(),
+            hbm_tb_per_s: Some(spec.hbm_tb_per_s),
+        }
+    }
+}
+
+/// The roof of the first GPU the traces describe (`deviceProperties`), from the device
+/// table when it has the part; else the trace's SM count alone, and a note saying the
+/// percentages stay empty.
+pub fn roof_of(traces: &[Trace], table: &DeviceTable) -> (Roof, Option<String>) {
+    let Some(device) = traces.iter().find_map(|t| t.meta.devices.first()) else {
+        return (Roof::default(), None);
+    };
+    let facts = DeviceFacts {
+        name: &device.name,
+        sms: device.num_sms,
+        memory_bytes: device.total_global_mem,
+    };
+    match table.match_device(&facts) {
+        Some(found) => (Roof::from_spec(&found.spec, device.num_sms), None),
+        None => (
+            Roof {
+                sms: device.num_sms,
+                ..Roof::default()
+            },
+            Some(format!(
+                "roofline: GPU {} ({} SMs) is not in the device table (catalog/devices.toml): % of peak and speed of light left empty",
+                device.name,
+                device.num_sms.map_or_else(|| "?".to_string(), |n| n.to_string())
+            )),
+        ),
     }
 }
 
@@ -189,6 +243,30 @@ mod tests {
             ..gemm
         };
         assert_eq!(bound(&shapeless, &roof), "unknown");
+    }
+
+    #[test]
+    fn the_traces_gpu_takes_its_roofs_from_the_device_table_or_says_it_has_none() {
+        let table = crate::catalog::load_devices(None).unwrap();
+        let mut trace = Trace::default();
+        trace.meta.devices.push(crate::trace::event::DeviceProps {
+            name: "AMD Instinct MI300X".to_string(),
+            num_sms: Some(304),
+            total_global_mem: Some(206_141_652_992),
+            ..Default::default()
+        });
+        let (roof, note) = roof_of(std::slice::from_ref(&trace), &table);
+        assert_eq!(note, None);
+        assert_eq!(roof.sms, Some(304));
+        assert!(roof.peak_flops(Some(DtypeClass::Bf16)).is_some());
+        assert!(roof.bandwidth().is_some());
+        trace.meta.devices[0].name = "Imaginary GPU".to_string();
+        trace.meta.devices[0].num_sms = Some(7);
+        let (roof, note) = roof_of(&[trace], &table);
+        assert_eq!((roof.sms, roof.bandwidth()), (Some(7), None));
+        assert!(note
+            .unwrap()
+            .contains("Imaginary GPU (7 SMs) is not in the device table"));
     }
 
     #[test]

@@ -10,7 +10,9 @@ use std::path::Path;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::raw::{Id, Label, RawEvent, RawText, Text};
+use super::devices::DeviceProperties;
+use super::optional::{array_sym, dim3, ratio, string_text};
+use super::raw::{Id, Label, RawArgs, RawEvent, RawText, Text};
 use super::stream::{json_fail, Fail};
 use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
 use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
@@ -65,6 +67,11 @@ pub(super) struct TraceSink {
     gpu_name_count: usize,
     /// Which names were folded, so each distinct one is counted once.
     folded_names: Vec<bool>,
+    /// The optional `args` facts `large.rs` left out of the event being added for their
+    /// length (counted once the event is kept, as the in-place tiers count theirs).
+    pub(super) oversized_optional: Vec<&'static str>,
+    /// Reused for compacting shape texts, so reading them allocates nothing per event.
+    scratch: String,
 }
 
 /// What an `X` event is, from its `cat`.
@@ -151,6 +158,8 @@ impl TraceSink {
             gpu_names: Vec::new(),
             gpu_name_count: 0,
             folded_names: Vec::new(),
+            oversized_optional: Vec::new(),
+            scratch: String::new(),
         }
     }
 
@@ -318,6 +327,11 @@ impl TraceSink {
         match class {
             Class::Gpu(kind) => {
                 let name = self.gpu_op_name(name);
+                let grid = self.dim3(args, |a| a.grid, "args.grid");
+                let block = self.dim3(args, |a| a.block, "args.block");
+                let blocks_per_sm = self
+                    .optional_text(args, |a| a.blocks_per_sm, "args.blocks per SM")
+                    .and_then(ratio);
                 self.trace.gpu_ops.push(GpuOp {
                     name,
                     kind,
@@ -329,34 +343,48 @@ impl TraceSink {
                     device: args.and_then(|a| a.device.0),
                     correlation,
                     external_id,
-                    grid: None,
-                    block: None,
-                    blocks_per_sm: None,
+                    grid,
+                    block,
+                    blocks_per_sm,
                 });
             }
-            Class::Runtime => self.trace.runtime.push(RuntimeCall {
-                name,
-                ts,
-                dur,
-                pid,
-                tid,
-                correlation: correlation.unwrap_or_default(),
-                external_id,
-                kernel: None,
-                grid: None,
-                block: None,
-            }),
-            Class::CpuOp => self.trace.cpu_ops.push(CpuOp {
-                name,
-                ts,
-                dur,
-                pid,
-                tid,
-                external_id,
-                input_dims: None,
-                input_types: None,
-                concrete_inputs: None,
-            }),
+            Class::Runtime => {
+                let kernel = self.kernel_name(args);
+                let call = RuntimeCall {
+                    name,
+                    ts,
+                    dur,
+                    pid,
+                    tid,
+                    correlation: correlation.unwrap_or_default(),
+                    external_id,
+                    kernel,
+                    grid: self.dim3(args, |a| a.grid, "args.grid"),
+                    block: self.dim3(args, |a| a.block, "args.block"),
+                };
+                self.trace.runtime.push(call);
+            }
+            Class::CpuOp => {
+                let input_dims = self
+                    .shape(args, |a| a.input_dims, "args.Input Dims")
+                    .or_else(|| self.shape(args, |a| a.legacy_input_dims, "args.Input dims"));
+                let op = CpuOp {
+                    name,
+                    ts,
+                    dur,
+                    pid,
+                    tid,
+                    external_id,
+                    input_dims,
+                    input_types: self.shape(args, |a| a.input_types, "args.Input type"),
+                    concrete_inputs: self.shape(
+                        args,
+                        |a| a.concrete_inputs,
+                        "args.Concrete Inputs",
+                    ),
+                };
+                self.trace.cpu_ops.push(op);
+            }
             Class::PyFrame => self.trace.py_frames.push(PyFrame {
                 name,
                 ts,
@@ -375,6 +403,66 @@ impl TraceSink {
             }),
             Class::Other => {}
         }
+    }
+
+    /// An optional `args` fact's text, unless it is past [`MAX_VALUE_BYTES`]: then it is
+    /// left out and counted under `field` (the event is still kept).
+    fn optional_text<'e>(
+        &mut self,
+        args: Option<&RawArgs<'e>>,
+        value: fn(&RawArgs<'e>) -> Option<RawText<'e>>,
+        field: &'static str,
+    ) -> Option<&'e str> {
+        let text = args.and_then(value).map(|t| t.0);
+        let oversized = match text {
+            Some(text) => text.len() > MAX_VALUE_BYTES,
+            // `large.rs` leaves such a value out of the event and names it.
+            None => self.oversized_optional.contains(&field),
+        };
+        if oversized {
+            *self
+                .trace
+                .skipped
+                .oversized_fields
+                .entry(field)
+                .or_default() += 1;
+            return None;
+        }
+        text
+    }
+
+    /// `grid` / `block`.
+    fn dim3<'e>(
+        &mut self,
+        args: Option<&RawArgs<'e>>,
+        value: fn(&RawArgs<'e>) -> Option<RawText<'e>>,
+        field: &'static str,
+    ) -> Option<[u32; 3]> {
+        self.optional_text(args, value, field).and_then(dim3)
+    }
+
+    /// A CPU op's shape list (`Input Dims`, ...), interned in its compact form.
+    fn shape<'e>(
+        &mut self,
+        args: Option<&RawArgs<'e>>,
+        value: fn(&RawArgs<'e>) -> Option<RawText<'e>>,
+        field: &'static str,
+    ) -> Option<Sym> {
+        let text = self.optional_text(args, value, field)?;
+        let trace = &mut self.trace;
+        array_sym(
+            text,
+            &mut trace.strings,
+            &mut self.scratch,
+            &mut trace.lone_surrogate_strings,
+        )
+    }
+
+    /// A launch call's `kernel`, when it is a string.
+    fn kernel_name(&mut self, args: Option<&RawArgs>) -> Option<Sym> {
+        let text = self.optional_text(args, |a| a.kernel, "args.kernel")?;
+        let name = string_text(text, &mut self.trace.lone_surrogate_strings)?;
+        Some(self.trace.strings.intern(&name))
     }
 
     /// `process_name` / `thread_name` metadata (`ph: "M"`) with a non-empty `args.name`.
@@ -412,16 +500,8 @@ impl TraceSink {
         match key {
             "deviceProperties" => {
                 let value: DeviceProperties = parse_meta(span, start)?;
-                match value {
-                    DeviceProperties::List(devices) => {
-                        meta.device_names = devices
-                            .into_iter()
-                            .map(|d| d.name.unwrap_or_default())
-                            .collect();
-                    }
-                    DeviceProperties::Repr(text) => meta.device_names = repr_strings(&text, "name"),
-                    DeviceProperties::Other(_) => {}
-                }
+                meta.devices = value.devices();
+                meta.device_names = meta.devices.iter().map(|d| d.name.clone()).collect();
             }
             "distributedInfo" => {
                 let value: DistributedInfo = parse_meta(span, start)?;
@@ -498,21 +578,6 @@ fn parse_meta<T: serde::de::DeserializeOwned>(span: &[u8], start: u64) -> Result
 
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum DeviceProperties {
-    List(Vec<DeviceProperty>),
-    /// TraceLens rewrites the list as a Python repr string.
-    Repr(String),
-    Other(IgnoredAny),
-}
-
-#[derive(Deserialize)]
-struct DeviceProperty {
-    #[serde(default)]
-    name: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum DistributedInfo {
     Object {
         #[serde(default)]
@@ -534,7 +599,7 @@ enum Flag {
 }
 
 /// Every `'key': 'value'` (or double-quoted) string value in a Python repr.
-fn repr_strings(text: &str, key: &str) -> Vec<String> {
+pub(super) fn repr_strings(text: &str, key: &str) -> Vec<String> {
     let mut out = Vec::new();
     for quote in ['\'', '"'] {
         let needle = format!("{quote}{key}{quote}:");
@@ -558,6 +623,11 @@ fn repr_strings(text: &str, key: &str) -> Vec<String> {
 
 /// The first `'key': <integer>` in a Python repr.
 fn repr_int(text: &str, key: &str) -> Option<u32> {
+    repr_u64(text, key).and_then(|v| u32::try_from(v).ok())
+}
+
+/// The first `'key': <non-negative integer>` in a Python repr.
+pub(super) fn repr_u64(text: &str, key: &str) -> Option<u64> {
     for quote in ['\'', '"'] {
         let needle = format!("{quote}{key}{quote}:");
         if let Some(i) = text.find(&needle) {

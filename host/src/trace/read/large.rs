@@ -12,7 +12,10 @@
 //! (`ByteStream::value_span(false, ..)`), holding nothing. `args` is walked the same way
 //! one level down. The kept members are put back together as a small event object and
 //! handed to `TraceSink::add_element`, so serde types them exactly as it would have the
-//! whole event. A kept value past the limit skips the event, counted by field.
+//! whole event. A kept value past the limit skips the event, counted by field; an
+//! optional fact past it (`OPTIONAL_ARGS`: shapes, geometry, a launch's kernel) is left
+//! out and counted in `SkipCounts::oversized_fields` when the event is kept, as the
+//! in-place tiers do.
 //!
 //! What this path does not do: check the JSON inside skipped values beyond the bracket
 //! and string structure the span finder follows (serde would have refused, say, a bad
@@ -20,6 +23,7 @@
 //! first byte, not the value's.
 
 use super::build::{TraceSink, MAX_VALUE_BYTES};
+use super::raw::OPTIONAL_ARGS;
 use super::stream::{json_fail, ByteStream, Fail};
 
 const CONTEXT: &str = "inside a large event";
@@ -36,7 +40,8 @@ const EVENT_FIELDS: [(&str, &str); 8] = [
     ("args", "args"),
 ];
 
-/// The `args` fields the reader keeps (see `RawArgs`).
+/// The `args` fields the reader keeps (see `RawArgs`); the optional facts of
+/// [`OPTIONAL_ARGS`] are looked up after these.
 const ARGS_FIELDS: [(&str, &str); 7] = [
     ("External id", "args.External id"),
     ("external id", "args.external id"),
@@ -54,6 +59,7 @@ pub(super) fn read_large_event(stream: &mut ByteStream, sink: &mut TraceSink) ->
     let mut kept = Kept {
         text: Vec::new(),
         oversized: None,
+        oversized_optional: Vec::new(),
     };
     kept.text.push(b'{');
     read_members(stream, &mut kept, &EVENT_FIELDS, true)?;
@@ -64,14 +70,23 @@ pub(super) fn read_large_event(stream: &mut ByteStream, sink: &mut TraceSink) ->
             sink.skip_oversized(field);
             Ok(())
         }
-        None => sink.add_element(&kept.text, start),
+        None => {
+            // The optional facts left out are counted when the event is kept, as the
+            // in-place tiers count theirs.
+            sink.oversized_optional = kept.oversized_optional;
+            let added = sink.add_element(&kept.text, start);
+            sink.oversized_optional = Vec::new();
+            added
+        }
     }
 }
 
-/// The small event being put back together, and the first kept field found too long.
+/// The small event being put back together, the first kept field found too long, and
+/// the optional `args` facts left out for their length.
 struct Kept {
     text: Vec<u8>,
     oversized: Option<&'static str>,
+    oversized_optional: Vec<&'static str>,
 }
 
 impl Kept {
@@ -102,9 +117,16 @@ fn read_members(
     loop {
         let key = read_key(stream)?;
         stream.expect(b':', "after a key inside a large event")?;
-        let field = key
-            .as_deref()
-            .and_then(|k| fields.iter().find(|(name, _)| *name == k));
+        let optional = |k: &str| {
+            let found = OPTIONAL_ARGS.iter().find(|(name, _)| *name == k);
+            found.filter(|_| !top)
+        };
+        let field = key.as_deref().and_then(|k| {
+            fields
+                .iter()
+                .find(|(name, _)| *name == k)
+                .or_else(|| optional(k))
+        });
         match field {
             Some(&(name, _)) if top && name == "args" && stream.peek_token()? == Some(b'{') => {
                 kept.push_key(name);
@@ -117,7 +139,11 @@ fn read_members(
                     stream.pos += len;
                 }
                 None => {
-                    kept.oversized.get_or_insert(counted);
+                    if OPTIONAL_ARGS.iter().any(|&(_, c)| c == counted) && !top {
+                        kept.oversized_optional.push(counted);
+                    } else {
+                        kept.oversized.get_or_insert(counted);
+                    }
                     stream.value_span(false, CONTEXT)?;
                 }
             },

@@ -28,6 +28,12 @@
 //! memsets; runtime/driver calls that carry a `correlation` (every one: `cudaMemcpyAsync`
 //! launches memcpys); CPU ops; Python frames; user and GPU-user annotations; the
 //! `process_name` / `thread_name` metadata. Everything else is counted and dropped.
+//! Optional facts ride along: a GPU op's and a launch call's `grid`/`block`, a GPU op's
+//! `blocks per SM`, a launch call's `kernel`, a CPU op's `Input Dims`/`Input type`/
+//! `Concrete Inputs` (compact JSON text, interned), `deviceProperties[]`. Both tiers hand
+//! them over as JSON text and `optional.rs` types them; a value of the wrong type is
+//! absent, and one past the size limit is left out (counted in
+//! `SkipCounts::oversized_fields`) while its event is kept.
 //!
 //! Times are converted to integer nanoseconds from the number's decimal text, never via
 //! `f64`, so sums of `dur` are exact. `NaN`/`Infinity` literals that Python writes into
@@ -41,12 +47,15 @@
 //! failures; `document.rs` walks the document and tries the tiers on each event;
 //! `scan.rs` (tier 1) and `raw.rs` (the event type serde fills, tier 2) read one event;
 //! `time.rs` turns number text into exact values; `build.rs` turns events into the
-//! [`Trace`]; `large.rs` reads an event too large to hold; `surrogate.rs` repairs lone
-//! UTF-16 surrogate escapes serde refuses. This file holds the entry points.
+//! [`Trace`], with `optional.rs` typing the optional `args` facts and `devices.rs` the
+//! `deviceProperties`; `large.rs` reads an event too large to hold; `surrogate.rs`
+//! repairs lone UTF-16 surrogate escapes serde refuses. This file holds the entry points.
 
 mod build;
+mod devices;
 mod document;
 mod large;
+mod optional;
 mod raw;
 mod scan;
 mod source;

@@ -53,9 +53,43 @@ pub(super) struct RawArgs<'a> {
     /// The name of `process_name` / `thread_name` metadata.
     #[serde(borrow, default)]
     pub(super) name: Option<Label<'a>>,
+    /// The optional facts, as their JSON text (typed by `optional.rs`, the same for
+    /// both tiers; a value of another type than expected is then absent, not an error).
+    #[serde(borrow, default, rename = "Input Dims")]
+    pub(super) input_dims: Option<RawText<'a>>,
+    /// The 2021 layout spells it `Input dims`.
+    #[serde(borrow, default, rename = "Input dims")]
+    pub(super) legacy_input_dims: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Input type")]
+    pub(super) input_types: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Concrete Inputs")]
+    pub(super) concrete_inputs: Option<RawText<'a>>,
+    #[serde(borrow, default)]
+    pub(super) kernel: Option<RawText<'a>>,
+    #[serde(borrow, default)]
+    pub(super) grid: Option<RawText<'a>>,
+    #[serde(borrow, default)]
+    pub(super) block: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "blocks per SM")]
+    pub(super) blocks_per_sm: Option<RawText<'a>>,
 }
 
-/// A value's text as written: a number, or a string with its quotes (`ts`, `dur`).
+/// The optional `args` facts, with the name a value past the size limit is counted
+/// under (`SkipCounts::oversized_fields`): the JSON key, and the text's field in
+/// [`RawArgs`].
+pub(super) const OPTIONAL_ARGS: [(&str, &str); 8] = [
+    ("Input Dims", "args.Input Dims"),
+    ("Input dims", "args.Input dims"),
+    ("Input type", "args.Input type"),
+    ("Concrete Inputs", "args.Concrete Inputs"),
+    ("kernel", "args.kernel"),
+    ("grid", "args.grid"),
+    ("block", "args.block"),
+    ("blocks per SM", "args.blocks per SM"),
+];
+
+/// A value's text as written: a number, or a string with its quotes (`ts`, `dur`), or
+/// any JSON value (the optional `args` facts).
 #[derive(Clone, Copy)]
 pub(super) struct RawText<'a>(pub(super) &'a str);
 

@@ -155,6 +155,14 @@ impl<'a> Cursor<'a> {
         let mut cuda_stream = None;
         let mut device = None;
         let mut name = None;
+        let mut input_dims = None;
+        let mut legacy_input_dims = None;
+        let mut input_types = None;
+        let mut concrete_inputs = None;
+        let mut kernel = None;
+        let mut grid = None;
+        let mut block = None;
+        let mut blocks_per_sm = None;
         self.object(|s, key| match key {
             "External id" => set_once(&mut external_id, s.id()?),
             "external id" => set_once(&mut legacy_external_id, s.id()?),
@@ -163,6 +171,14 @@ impl<'a> Cursor<'a> {
             "cuda_stream" => set_once(&mut cuda_stream, s.int_arg()?),
             "device" => set_once(&mut device, s.int_arg()?),
             "name" => set_once(&mut name, s.opt(Self::label)?),
+            "Input Dims" => set_once(&mut input_dims, s.opt(Self::raw_value)?),
+            "Input dims" => set_once(&mut legacy_input_dims, s.opt(Self::raw_value)?),
+            "Input type" => set_once(&mut input_types, s.opt(Self::raw_value)?),
+            "Concrete Inputs" => set_once(&mut concrete_inputs, s.opt(Self::raw_value)?),
+            "kernel" => set_once(&mut kernel, s.opt(Self::raw_value)?),
+            "grid" => set_once(&mut grid, s.opt(Self::raw_value)?),
+            "block" => set_once(&mut block, s.opt(Self::raw_value)?),
+            "blocks per SM" => set_once(&mut blocks_per_sm, s.opt(Self::raw_value)?),
             _ => s.skip_value(2),
         })?;
         Ok(RawArgs {
@@ -173,7 +189,24 @@ impl<'a> Cursor<'a> {
             cuda_stream: cuda_stream.unwrap_or_default(),
             device: device.unwrap_or_default(),
             name: name.flatten(),
+            input_dims: input_dims.flatten(),
+            legacy_input_dims: legacy_input_dims.flatten(),
+            input_types: input_types.flatten(),
+            concrete_inputs: concrete_inputs.flatten(),
+            kernel: kernel.flatten(),
+            grid: grid.flatten(),
+            block: block.flatten(),
+            blocks_per_sm: blocks_per_sm.flatten(),
         })
+    }
+
+    /// An `args` member's value as its text, validated as [`Cursor::skip_value`] does
+    /// (serde's `RawValue` gives the same span).
+    fn raw_value(&mut self) -> Step<RawText<'a>> {
+        self.skip_ws()?;
+        let start = self.pos;
+        self.skip_value(2)?;
+        Ok(RawText(&self.text[start..self.pos]))
     }
 
     /// The object at the cursor: `member` is called with each key, the cursor at its

@@ -795,3 +795,500 @@ fn gpu_op_names_past_the_distinct_name_limit_fold_into_one_counted_name() {
     assert_eq!(t.name(t.gpu_ops.last().unwrap().name), "k0");
     assert_eq!(t.name(t.cpu_ops[0].name), "extra0_cpu");
 }
+
+/// The trace of `events`, read by both tiers at a few refill sizes (they must agree).
+fn read_events_in_chunks(events: &[&str], chunks: &[usize]) -> Trace {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("[{}]", events.join(",\n"));
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, text).unwrap();
+    let mut last = None;
+    for &chunk in chunks {
+        let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
+        if let Some(prev) = &last {
+            assert!(*prev == t, "refill size {chunk} reads another trace");
+        }
+        last = Some(t);
+    }
+    last.unwrap()
+}
+
+#[test]
+fn launch_geometry_and_blocks_per_sm_read_alike_in_both_tiers_and_bad_values_are_none() {
+    let kernel = |name: &str, ts: u32, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 1, "args": {{"stream": 7, {args}}}}}"#
+        )
+    };
+    let events = [
+        kernel(
+            "ok",
+            1,
+            r#""grid": [128, 1, 1], "block": [256,1,1], "blocks per SM": 0.263158"#,
+        ),
+        kernel(
+            "arity",
+            2,
+            r#""grid": [1, 2], "block": [-1, 1, 1], "blocks per SM": "x""#,
+        ),
+        kernel(
+            "overflow",
+            3,
+            r#""grid": [4294967296, 1, 1], "block": "1,1,1", "blocks per SM": -1"#,
+        ),
+        kernel(
+            "float",
+            4,
+            r#""grid": [1.0, 1, 1], "block": [[1], 1, 1], "blocks per SM": 2"#,
+        ),
+        kernel(
+            "max",
+            5,
+            r#""grid": [4294967295, 0, 1], "block": null, "blocks per SM": 1e60"#,
+        ),
+        kernel(
+            "four",
+            6,
+            r#""grid": [1, 1, 1, 1], "block": {"x": 1}, "blocks per SM": [1]"#,
+        ),
+        // An escape in the name sends the event to serde in the fast tier too.
+        kernel(
+            r#"esc\"aped"#,
+            7,
+            "\"grid\": [ 2 ,3,\n 4 ], \"block\": [64, 1, 1], \"blocks per SM\": 1.5e-2",
+        ),
+        kernel("none", 8, r#""x": 1"#),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_events_in_chunks(&events, &[CHUNK, 7, 1]);
+    assert_eq!(t.skipped.total(), 0);
+    let got: Vec<_> = t
+        .gpu_ops
+        .iter()
+        .map(|op| (t.name(op.name), op.grid, op.block, op.blocks_per_sm))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("ok", Some([128, 1, 1]), Some([256, 1, 1]), Some(0.263158)),
+            ("arity", None, None, None),
+            ("overflow", None, None, None),
+            ("float", None, None, Some(2.0)),
+            ("max", Some([u32::MAX, 0, 1]), None, None),
+            ("four", None, None, None),
+            ("esc\"aped", Some([2, 3, 4]), Some([64, 1, 1]), Some(0.015)),
+            ("none", None, None, None),
+        ]
+    );
+}
+
+#[test]
+fn launch_calls_keep_their_kernel_name_and_geometry() {
+    let launch = |correlation: u32, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 0, "tid": 1, "ts": {correlation}, "dur": 1, "args": {{"correlation": {correlation}, {args}}}}}"#
+        )
+    };
+    let events = [
+        launch(
+            1,
+            r#""kernel": "void foo<int>(int*)", "grid": [60, 1, 1], "block": [256, 1, 1]"#,
+        ),
+        launch(2, r#""kernel": "bar\u00e9 \"q\"", "grid": [1, 1, 1]"#),
+        launch(3, r#""kernel": 123, "grid": [1, 1], "block": "x""#),
+        launch(4, r#""kernel": null"#),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_events_in_chunks(&events, &[CHUNK, 5]);
+    assert_eq!(t.skipped.total(), 0);
+    let got: Vec<_> = t
+        .runtime
+        .iter()
+        .map(|r| (r.kernel.map(|k| t.name(k)), r.grid, r.block))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                Some("void foo<int>(int*)"),
+                Some([60, 1, 1]),
+                Some([256, 1, 1])
+            ),
+            (Some("baré \"q\""), Some([1, 1, 1]), None),
+            (None, None, None),
+            (None, None, None),
+        ]
+    );
+}
+
+#[test]
+fn cpu_op_shapes_are_their_json_text_without_whitespace_interned_once() {
+    let op = |name: &str, ts: u32, cat: &str, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": 1, "ts": {ts}, "dur": 5, "args": {{{args}}}}}"#
+        )
+    };
+    let events = [
+        op(
+            "aten::mm",
+            1,
+            "cpu_op",
+            r#""Input Dims": [[1, 2880], [2880, 25136]], "Input type": ["c10::BFloat16", "c10::BFloat16"], "Concrete Inputs": ["", ""]"#,
+        ),
+        // Pretty-printed (as some writers indent): the same shapes, the same symbols.
+        op(
+            "aten::mm",
+            10,
+            "cpu_op",
+            "\"Input Dims\": [\n  [\n   1,\n   2880\n  ],\n  [2880,\t25136]\n ],\r\n \"Input type\": [\"c10::BFloat16\",\"c10::BFloat16\"], \"Concrete Inputs\": [\"\",\"\"]",
+        ),
+        // Spaces and escapes inside strings are kept as written.
+        op(
+            "aten::add",
+            20,
+            "cpu_op",
+            r#""Input Dims": [[2], []], "Input type": ["float", "Scalar"], "Concrete Inputs": ["", "1 \"x\" \\ y"]"#,
+        ),
+        // Not arrays, or null: absent.
+        op(
+            "aten::x",
+            30,
+            "cpu_op",
+            r#""Input Dims": "abc", "Input type": null, "Concrete Inputs": 7"#,
+        ),
+        // The 2021 layout spells it `Input dims`.
+        op("conv", 40, "Operator", r#""Input dims": [[1], []], "Input type": []"#),
+        // A `\u` escape: serde reads it in both tiers; the text stays as written.
+        op(
+            "aten::y",
+            50,
+            "cpu_op",
+            r#""Input Dims": [[3]], "Concrete Inputs": ["\u00e9"]"#,
+        ),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_events_in_chunks(&events, &[CHUNK, 3, 1]);
+    assert_eq!(t.skipped.total(), 0);
+    let text = |s: Option<crate::trace::event::Sym>| s.map(|s| t.name(s));
+    let got: Vec<_> = t
+        .cpu_ops
+        .iter()
+        .map(|op| {
+            (
+                t.name(op.name),
+                text(op.input_dims),
+                text(op.input_types),
+                text(op.concrete_inputs),
+            )
+        })
+        .collect();
+    let mm = (
+        "aten::mm",
+        Some("[[1,2880],[2880,25136]]"),
+        Some(r#"["c10::BFloat16","c10::BFloat16"]"#),
+        Some(r#"["",""]"#),
+    );
+    assert_eq!(
+        got,
+        [
+            mm,
+            mm,
+            (
+                "aten::add",
+                Some("[[2],[]]"),
+                Some(r#"["float","Scalar"]"#),
+                Some(r#"["","1 \"x\" \\ y"]"#)
+            ),
+            ("aten::x", None, None, None),
+            ("conv", Some("[[1],[]]"), Some("[]"), None),
+            ("aten::y", Some("[[3]]"), None, Some(r#"["\u00e9"]"#)),
+        ]
+    );
+    assert_eq!(t.cpu_ops[0].input_dims, t.cpu_ops[1].input_dims);
+    // Every kept text is JSON a later step can parse.
+    for op in &t.cpu_ops {
+        for sym in [op.input_dims, op.input_types, op.concrete_inputs]
+            .into_iter()
+            .flatten()
+        {
+            let parsed: Result<serde_json::Value, _> = serde_json::from_str(t.name(sym));
+            assert!(parsed.is_ok_and(|v| v.is_array()), "{}", t.name(sym));
+        }
+    }
+}
+
+#[test]
+fn lone_surrogates_in_shapes_and_kernel_names_are_repaired_and_counted() {
+    let events = [
+        r#"{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 0, "tid": 1, "ts": 1, "dur": 5, "args": {"Input Dims": [[1]], "Concrete Inputs": ["a\ud800", "\ud83d\ude00"]}}"#,
+        r#"{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 0, "tid": 1, "ts": 2, "dur": 1, "args": {"correlation": 1, "kernel": "k\udc00"}}"#,
+        // A lone surrogate in the name as well: the whole event is repaired first.
+        r#"{"ph": "X", "cat": "cpu_op", "name": "n\ud800", "pid": 0, "tid": 1, "ts": 3, "dur": 5, "args": {"Input type": ["t\ud800"]}}"#,
+    ];
+    let t = read_events_in_chunks(&events, &[CHUNK, 4]);
+    let concrete = t.cpu_ops[0].concrete_inputs.map(|s| t.name(s));
+    assert_eq!(concrete, Some(r#"["a\ufffd","\ud83d\ude00"]"#));
+    assert_eq!(t.runtime[0].kernel.map(|s| t.name(s)), Some("k\u{fffd}"));
+    let types = t.cpu_ops[1].input_types.map(|s| t.name(s));
+    assert_eq!(types, Some(r#"["t\ufffd"]"#));
+    assert_eq!(t.name(t.cpu_ops[1].name), "n\u{fffd}");
+    assert_eq!(t.lone_surrogate_strings, 4);
+    assert_eq!(t.skipped.total(), 0);
+}
+
+#[test]
+fn optional_values_past_the_limit_are_dropped_and_counted_and_the_event_kept() {
+    // In place (the event under 8 MiB) and member by member (past it), alike.
+    let huge_dims = format!("[[{}1]]", "1, ".repeat(MAX_VALUE_BYTES / 3 + 1));
+    let huge_kernel = "k".repeat(MAX_VALUE_BYTES + 1);
+    let padding = "x".repeat(9 << 20);
+    let events = [
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 0, "tid": 1, "ts": 1, "dur": 5, "args": {{"Input Dims": {huge_dims}, "Input type": ["float"]}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "big", "pid": 0, "tid": 1, "ts": 10, "dur": 5, "args": {{"pad": "{padding}", "Input Dims": {huge_dims}, "Concrete Inputs": [""]}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 0, "tid": 1, "ts": 2, "dur": 1, "args": {{"correlation": 1, "kernel": "{huge_kernel}", "grid": [1, 1, 1]}}}}"#
+        ),
+        format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 0, "tid": 1, "ts": 3, "dur": 1, "args": {{"pad": "{padding}", "correlation": 2, "kernel": "{huge_kernel}", "grid": [1, 2, 1]}}}}"#
+        ),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_events_in_chunks(&events, &[CHUNK]);
+    let ops: Vec<(&str, Option<crate::trace::event::Sym>)> = t
+        .cpu_ops
+        .iter()
+        .map(|op| (t.name(op.name), op.input_dims))
+        .collect();
+    assert_eq!(ops, [("op", None), ("big", None)]);
+    assert_eq!(
+        t.cpu_ops[0].input_types.map(|s| t.name(s)),
+        Some(r#"["float"]"#)
+    );
+    assert_eq!(
+        t.cpu_ops[1].concrete_inputs.map(|s| t.name(s)),
+        Some(r#"[""]"#)
+    );
+    let calls: Vec<(Option<crate::trace::event::Sym>, Option<[u32; 3]>)> =
+        t.runtime.iter().map(|r| (r.kernel, r.grid)).collect();
+    assert_eq!(calls, [(None, Some([1, 1, 1])), (None, Some([1, 2, 1]))]);
+    assert_eq!(
+        t.skipped
+            .oversized_fields
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>(),
+        [("args.Input Dims", 2), ("args.kernel", 2)]
+    );
+    // Not skipped events: every one is kept.
+    assert_eq!(t.skipped.total(), 0);
+}
+
+#[test]
+fn device_properties_facts_in_list_and_repr_form_with_bad_types_tolerated() {
+    use crate::trace::event::DeviceProps;
+    let mi300x = |id| DeviceProps {
+        id: Some(id),
+        name: "AMD Instinct MI300X".to_string(),
+        num_sms: Some(304),
+        total_global_mem: Some(206141652992),
+        compute_major: Some(9),
+        compute_minor: Some(4),
+    };
+    let t = read(&shared(
+        "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz",
+    ))
+    .unwrap();
+    assert_eq!(t.meta.devices, [mi300x(0)]);
+    let t = read(&shared("AMD-AGI__TraceLens__eager_trace.json.gz")).unwrap();
+    let b200: Vec<_> = t
+        .meta
+        .devices
+        .iter()
+        .map(|d| (d.id, d.name.as_str(), d.num_sms, d.compute_major))
+        .collect();
+    let want: Vec<_> = (0..8)
+        .map(|i| (Some(i), "NVIDIA B200", Some(148), Some(10)))
+        .collect();
+    assert_eq!(b200, want);
+    assert_eq!(t.meta.devices[0].total_global_mem, Some(191503138816));
+    let t = read(&shared(
+        "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz",
+    ))
+    .unwrap();
+    assert_eq!(t.meta.devices.len(), 8);
+    assert!(t
+        .meta
+        .devices
+        .iter()
+        .all(|d| d.name.is_empty() && d.num_sms == Some(304)));
+    let t = read(&shared("pytorch__kineto__worker0.pt.trace.json.gz")).unwrap();
+    assert!(t.meta.devices.is_empty());
+
+    // Wrong types lose that fact only; the names stay as before.
+    let t = read_text(&format!(
+        r#"{{"deviceProperties": [{{"id": 1, "name": "G", "numSms": "abc", "totalGlobalMem": 1.5e3, "computeMajor": [9], "computeMinor": -1}}, {{"name": "H", "numSms": true, "id": {{"a": 1}}}}], "traceEvents": [{KERNEL}]}}"#
+    ))
+    .unwrap();
+    assert_eq!(t.meta.device_names, ["G", "H"]);
+    let g = DeviceProps {
+        id: Some(1),
+        name: "G".to_string(),
+        total_global_mem: Some(1500),
+        ..DeviceProps::default()
+    };
+    let h = DeviceProps {
+        name: "H".to_string(),
+        ..DeviceProps::default()
+    };
+    assert_eq!(t.meta.devices, [g, h]);
+
+    // TraceLens's Python repr of the list.
+    let t = read_text(
+        r#"{"traceEvents": [{"ph": "i"}], "deviceProperties": "[{'id': 0, 'name': 'AMD Instinct MI300X', 'totalGlobalMem': 206141652992, 'computeMajor': 9, 'computeMinor': 4, 'numSms': 304}, {'id': 1, 'name': '', 'numSms': 304}]"}"#,
+    )
+    .unwrap();
+    let empty = DeviceProps {
+        id: Some(1),
+        num_sms: Some(304),
+        ..DeviceProps::default()
+    };
+    assert_eq!(t.meta.devices, [mi300x(0), empty]);
+    assert_eq!(t.meta.device_names, ["AMD Instinct MI300X", ""]);
+}
+
+/// Every event of a shared trace as serde_json values: the independent count the
+/// reader's new fields are checked against.
+fn raw_events(path: &Path) -> Vec<serde_json::Value> {
+    let bytes = std::fs::read(path).unwrap();
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut out)
+            .unwrap();
+        out
+    } else {
+        bytes
+    };
+    match serde_json::from_slice(&text).unwrap() {
+        serde_json::Value::Object(mut doc) => match doc.remove("traceEvents") {
+            Some(serde_json::Value::Array(events)) => events,
+            _ => panic!("no traceEvents"),
+        },
+        serde_json::Value::Array(events) => events,
+        _ => panic!("not a trace"),
+    }
+}
+
+/// `value` as `[x, y, z]` of u32, as the reader is to read `grid`/`block`.
+fn dim3_of(value: Option<&serde_json::Value>) -> Option<[u32; 3]> {
+    let items = value?.as_array()?;
+    let mut out = [0u32; 3];
+    if items.len() != 3 {
+        return None;
+    }
+    for (slot, item) in out.iter_mut().zip(items) {
+        *slot = u32::try_from(item.as_u64()?).ok()?;
+    }
+    Some(out)
+}
+
+#[test]
+fn shared_traces_new_fields_match_a_recount_from_the_raw_events() {
+    use std::collections::BTreeMap;
+    type Kernels = BTreeMap<(Option<[u32; 3]>, Option<[u32; 3]>, Option<u32>), usize>;
+    for file in std::fs::read_dir(shared("")).unwrap() {
+        let path = file.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !name.contains(".json") {
+            continue;
+        }
+        let t = read(&path).unwrap();
+        let raw = raw_events(&path);
+        let x_of = |cats: &'static [&'static str]| {
+            raw.iter()
+                .filter(|e| e["ph"] == "X")
+                .filter(move |e| cats.iter().any(|c| e["cat"] == *c))
+        };
+        // GPU kernels: (grid, block, blocks per SM bits) as a multiset.
+        let mut want: Kernels = BTreeMap::new();
+        for e in x_of(&["kernel", "Kernel"]).filter(|e| e["dur"].as_f64() != Some(0.0)) {
+            let a = &e["args"];
+            let bps = a["blocks per SM"].as_f64().map(|v| (v as f32).to_bits());
+            *want
+                .entry((dim3_of(a.get("grid")), dim3_of(a.get("block")), bps))
+                .or_default() += 1;
+        }
+        let mut got: Kernels = BTreeMap::new();
+        for op in t.gpu_ops.iter().filter(|op| op.kind == GpuKind::Kernel) {
+            let key = (op.grid, op.block, op.blocks_per_sm.map(f32::to_bits));
+            *got.entry(key).or_default() += 1;
+        }
+        assert_eq!(got, want, "{name}: kernel geometry");
+        // Launch calls: (kernel, grid, block) as a multiset.
+        const RUNTIME_CATS: &[&str] = &["cuda_runtime", "cuda_driver", "Runtime"];
+        let mut want: BTreeMap<_, usize> = BTreeMap::new();
+        for e in x_of(RUNTIME_CATS).filter(|e| !e["args"]["correlation"].is_null()) {
+            let a = &e["args"];
+            let kernel = a["kernel"].as_str().map(str::to_string);
+            let key = (kernel, dim3_of(a.get("grid")), dim3_of(a.get("block")));
+            *want.entry(key).or_default() += 1;
+        }
+        let mut got: BTreeMap<_, usize> = BTreeMap::new();
+        for r in &t.runtime {
+            let kernel = r.kernel.map(|k| t.name(k).to_string());
+            *got.entry((kernel, r.grid, r.block)).or_default() += 1;
+        }
+        assert_eq!(got, want, "{name}: launch calls");
+        // CPU ops: their shapes as compact JSON (serde_json writes no whitespace).
+        let compact = |v: &serde_json::Value| v.is_array().then(|| v.to_string());
+        let mut want: BTreeMap<_, usize> = BTreeMap::new();
+        for e in x_of(&["cpu_op", "Operator"]) {
+            let a = &e["args"];
+            let dims = a.get("Input Dims").or(a.get("Input dims"));
+            let key = (
+                dims.and_then(compact),
+                a.get("Input type").and_then(compact),
+                a.get("Concrete Inputs").and_then(compact),
+            );
+            *want.entry(key).or_default() += 1;
+        }
+        let mut got: BTreeMap<_, usize> = BTreeMap::new();
+        for op in &t.cpu_ops {
+            let text = |s: Option<crate::trace::event::Sym>| s.map(|s| t.name(s).to_string());
+            let key = (
+                text(op.input_dims),
+                text(op.input_types),
+                text(op.concrete_inputs),
+            );
+            *got.entry(key).or_default() += 1;
+        }
+        assert_eq!(got, want, "{name}: cpu op shapes");
+    }
+    // The facts later analyses start from, by name.
+    let t = read(&shared("AMD-AGI__TraceLens__bs_32_rank0.json.gz")).unwrap();
+    let launches = t
+        .runtime
+        .iter()
+        .filter(|r| t.name(r.name).contains("LaunchKernel") && r.kernel.is_some());
+    assert_eq!(launches.count(), 546);
+    let t = read(&shared("AMD-AGI__TraceLens__eager_trace.json.gz")).unwrap();
+    let kernels = t.gpu_ops.iter().filter(|op| op.kind == GpuKind::Kernel);
+    assert!(kernels.clone().count() == 768);
+    assert!(kernels
+        .clone()
+        .all(|op| op.grid.is_some() && op.block.is_some() && op.blocks_per_sm.is_some()));
+    let t = read(&shared(
+        "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz",
+    ))
+    .unwrap();
+    let mm: Vec<_> = t
+        .cpu_ops
+        .iter()
+        .filter(|op| t.name(op.name) == "aten::mm")
+        .collect();
+    assert!(!mm.is_empty());
+    assert!(mm.iter().all(|op| op.input_dims.is_some()));
+}

@@ -279,6 +279,23 @@ fn a_100_mb_string_anywhere() {
         notes(&report),
         ["name.trace.json: skipped 1 events (0 malformed, 0 with a missing, negative or NaN time, 0 GPU events of zero duration, 1 with a value over the reader's 64 KiB limit (name 1))"]
     );
+
+    // A CPU op's shapes: an optional fact, left out and counted; the op is kept (it is
+    // still the launching op of its kernels).
+    let op = format!(
+        r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 100, "ts": 999, "dur": 5, "args": {{"Input Dims": ["{huge}"], "Input type": ["float"]}}}}"#
+    );
+    let path = write(
+        dir.path(),
+        "dims.trace.json",
+        trace_text_with_raw(&events, &[&op]),
+    );
+    let report = report_of(&path);
+    assert_eq!(kernel_rows(&report), valid_rows());
+    assert_eq!(
+        notes(&report),
+        ["dims.trace.json: optional values over the reader's 64 KiB limit left out of events that were kept: args.Input Dims 1"]
+    );
 }
 
 // ---------------------------------------------------------------------------------------
