@@ -13,10 +13,13 @@ use crate::trace::stage::{StageSignal, StageSplit};
 const MM_DIMS: &str = "[[64, 4096], [4096, 8192]]";
 const BF16_2: &str = "[\"c10::BFloat16\", \"c10::BFloat16\"]";
 
-/// Each kernel `i` launched by runtime call `i` inside CPU op `names[i]` with
-/// External id `ids[i]`; returns the trace and its links with the ops' shapes set on
-/// the sites, as the reader's `link` gives them.
-fn traced(kernels: &[(&str, &str, u64, i64, Option<&str>, [u32; 3])]) -> (Trace, Linked) {
+/// One launch: (kernel, CPU op, External id, dur, Input Dims, grid).
+type Launch<'a> = (&'a str, &'a str, u64, i64, Option<&'a str>, [u32; 3]);
+
+/// Kernel `i` launched by runtime call `i` inside its CPU op with its External id;
+/// returns the trace and its links with the ops' shapes set on the sites (as the
+/// reader's `link` gives them) and each kernel's grid.
+fn traced(kernels: &[Launch<'_>]) -> (Trace, Linked) {
     let mut f = TraceFixture::new();
     f.annotation(
         "execute_64_context_1(sq64sk64sqsq4096sqsk4096)_generation_0(sq0sk0sqsq0sqsk0)",
