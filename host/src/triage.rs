@@ -18,6 +18,7 @@ use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
+use crate::analyze::roofline;
 use crate::analyze::timeline::{attach as attach_timeline, stage_timelines, TimelineOptions};
 use crate::catalog::Catalog;
 use crate::checks::diffusers_fallback;
@@ -178,6 +179,7 @@ pub(crate) fn run_observed(
         overlap: known_paths,
         steps: step_catalog,
         devices: device_table,
+        roofline: roofline_ops,
         ..
     } = Catalog::load(request.catalog.as_deref(), plugin_set)?;
     // A bad --device or --device-spec fails before the (long) read.
@@ -284,6 +286,10 @@ pub(crate) fn run_observed(
         },
     );
     let mut stages = attach_timeline(stages, timelines);
+    // The roofline (issue 18): figures per kernel row, the stage's speed of light.
+    let (roof, roof_note) = roofline::roof_of(&traces, &device_table);
+    let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof);
+    stages = roofline::attach(stages, rooflines, &roof);
     let inputs = input_infos(&traces_set, &traces);
     if inputs.iter().all(|i| i.graph_capture.is_some()) {
         // Nothing ran: a kernel table of the stray kernels would pretend to be the
@@ -301,6 +307,7 @@ pub(crate) fn run_observed(
     notes.extend(log_notes);
     notes.extend(capture_notes);
     notes.extend(replay_notes);
+    notes.extend(roof_note);
     let all_linked = formal
         .linked
         .iter()

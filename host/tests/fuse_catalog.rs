@@ -55,6 +55,7 @@ fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
         launch_site_source: "eager".to_string(),
         input_dims: None,
         launch_mix: Vec::new(),
+        roofline: None,
     }
 }
 

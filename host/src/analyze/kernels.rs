@@ -389,6 +389,7 @@ impl FinishedStage {
             fusions: Vec::new(),
             similarity: Vec::new(),
             timeline: None,
+            sol: None,
             notes,
         }
     }
@@ -463,6 +464,7 @@ fn finish_row(
         cpu_ops: cpu_ops.into_iter().map(|(op, _)| op).collect(),
         launch_mix,
         name,
+        roofline: None,
     }
 }
 

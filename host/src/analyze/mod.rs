@@ -6,6 +6,7 @@ pub mod graph;
 pub mod kernels;
 pub mod location;
 pub(crate) mod overlap;
+pub mod roofline;
 #[cfg(test)]
 mod tests;
 pub(crate) mod timeline;

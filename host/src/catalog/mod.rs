@@ -12,6 +12,7 @@
 //!   `steps/<origin>.toml`, which each engine plugin embeds and exports through the plugin
 //!   API, `step_catalog`), merged by [`load_steps`];
 //! * [`devices`]: GPU peaks, bandwidths and `deviceProperties` names (`devices.toml`);
+//! * [`roofline`]: which CPU op uses which FLOPs/bytes formula (`roofline.toml`);
 //! * [`pattern`]: the token and pattern language all three share;
 //!
 //! [`Catalog::load`] reads all three files, so a triage and `catalog validate` check the
@@ -29,6 +30,7 @@ pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
 pub mod pattern;
+pub mod roofline;
 pub mod steps;
 
 use crate::error::TriageError;
@@ -40,6 +42,7 @@ pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
+pub use roofline::{load_roofline_ops, RooflineOps};
 pub use steps::{load_steps, merge_steps, ForwardCall, StepCatalog, StepMarker, StepSource};
 
 /// Every catalog file of a run, parsed and validated.
@@ -52,6 +55,8 @@ pub struct Catalog {
     pub devices: DeviceTable,
     /// The collectives `--all-ranks` matches across ranks (`collectives.toml`).
     pub collectives: CollectiveRules,
+    /// Which CPU op uses which FLOPs/bytes formula (`roofline.toml`).
+    pub roofline: RooflineOps,
 }
 
 impl Catalog {
@@ -66,6 +71,7 @@ impl Catalog {
             steps: load_steps(dir, plugins)?,
             devices: load_devices(dir)?,
             collectives: load_collectives(dir)?,
+            roofline: load_roofline_ops(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }

@@ -6,6 +6,7 @@ pub(crate) mod json;
 pub(crate) mod markdown;
 pub mod model;
 mod ranks;
+mod roofline;
 pub(crate) mod text;
 mod timeline;
 mod view;

@@ -139,6 +139,10 @@ pub struct StageReport {
     /// (`analyze::timeline`). `None` only in reports saved before it existed.
     #[serde(default)]
     pub timeline: Option<StageTimeline>,
+    /// The stage's speed of light against its measured time (`analyze::roofline`);
+    /// absent without a known device roof or without a kernel of known shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sol: Option<StageSol>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -172,6 +176,10 @@ pub struct KernelRow {
     /// the launches that belong to a pattern (`analyze::fuse`); not part of the report.
     #[serde(skip)]
     pub launch_mix: Vec<LaunchShare>,
+    /// How close the row's launches run to the device's roofs (`analyze::roofline`);
+    /// absent when the trace gives neither a shape nor a launch geometry for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<KernelRoofline>,
 }
 
 /// One (launch site, CPU op) pair of a kernel row and its share of the row's GPU time.
@@ -566,4 +574,87 @@ pub struct StragglerRow {
     pub cause: String,
     /// The kernel that grew most, the launch call, or the frame as `path:line function`.
     pub detail: String,
+}
+
+/// One kernel row's roofline figures (`analyze::roofline`; labels in
+/// `docs/report-labels.md`, "Roofline"). FLOPs and bytes come from the formulas of
+/// `analyze::roofline::formulas` applied to each launch's shapes; every rate is over the
+/// GPU time of the launches whose shape is known, so a row with some unknown launches is
+/// not diluted by them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelRoofline {
+    /// Total FLOPs of the row's launches with a known shape; `None` when none has one.
+    pub flops: Option<f64>,
+    /// Total bytes those launches must move to and from device memory.
+    pub bytes: Option<f64>,
+    /// Arithmetic intensity: `flops / bytes` (FLOP per byte).
+    pub intensity: Option<f64>,
+    /// Achieved `flops / time` of those launches, in TFLOP/s (1e12).
+    pub tflops_per_s: Option<f64>,
+    /// Achieved `bytes / time` of those launches, in TB/s (1e12).
+    pub tb_per_s: Option<f64>,
+    /// `100 * sol / time`, where `sol = max(flops / peak(dtype), bytes / bandwidth)`: how
+    /// close the launches run to the roof that binds them. `None` for an unknown device.
+    pub pct_of_peak: Option<f64>,
+    /// `under-filled` (launches of fewer thread blocks than the GPU has SMs/CUs hold at
+    /// least half the row's time), `latency` (it fills the GPU, but its launches average
+    /// under 5 µs), `compute` or `memory` (intensity above or below the device's ridge
+    /// point `peak / bandwidth`), `unknown` (no shape, or no device roof).
+    pub bound: String,
+    /// Where the shapes came from: `input-dims` (the launching op's `Input Dims`),
+    /// `step-annotation` (attention: its `Input Dims` heads with the step annotation's
+    /// sq/sk sums); `None` without a shape.
+    pub shape_source: Option<String>,
+    /// The dtype class the compute peak is taken for (`bf16`, `fp8`, ...).
+    pub dtype: Option<String>,
+    /// Launches with a known shape (the rates' denominator's launches).
+    pub shaped_launches: u64,
+    /// Launches with fewer thread blocks than SMs/CUs (grid product, or Kineto's
+    /// `blocks per SM` below 1).
+    pub under_filled_launches: u64,
+}
+
+/// A stage's speed of light (`analyze::roofline`): the time its kernels of known shape
+/// would take at the device's roofs, against the time they took.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageSol {
+    /// Sum over kernel rows of `max(flops / peak(dtype), bytes / bandwidth)`.
+    pub sol_us: f64,
+    /// GPU time of the launches with a known shape (exact sum of their `dur`): the same
+    /// launches `sol_us` covers.
+    pub measured_us: f64,
+    /// `100 * sol_us / measured_us`.
+    pub sol_pct: f64,
+    /// `100 * measured_us / total_gpu_time_us`: the part of the stage's GPU time the SOL
+    /// figure speaks for.
+    pub covered_pct: f64,
+    /// Where the stage's time beyond the speed of light goes.
+    pub gap: SolGap,
+}
+
+/// Where a stage's time beyond its speed of light goes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SolGap {
+    /// GPU idle inside the stage's span (`timeline.idle_us`).
+    pub idle_us: f64,
+    /// `measured_us - sol_us`: time kernels of known shape ran below their roof.
+    pub below_roof_us: f64,
+    /// The three kernel rows losing the most time to their roof, most first.
+    pub below_roof_top: Vec<SolLoss>,
+    /// Time a communication kernel ran and no compute kernel did, summed over the
+    /// stage's steps (`timeline.steps[].exposed_comm_us`).
+    pub exposed_comm_us: f64,
+    /// GPU time of launches without a known shape, which the SOL does not cover.
+    pub unshaped_us: f64,
+}
+
+/// A kernel row's time beyond its roof.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SolLoss {
+    /// Canonical kernel name.
+    pub kernel: String,
+    /// Measured time of its shaped launches minus their SOL time.
+    pub lost_us: f64,
+    /// The row's `pct_of_peak`.
+    pub pct_of_peak: f64,
 }

@@ -30,6 +30,7 @@ pub(super) fn row(
         launch_site_source: "eager".to_string(),
         input_dims: None,
         launch_mix: Vec::new(),
+        roofline: None,
     }
 }
 
@@ -43,6 +44,7 @@ pub(super) fn stage(label: &str, total_gpu_time_us: f64, kernels: Vec<KernelRow>
         fusions: Vec::new(),
         similarity: Vec::new(),
         timeline: None,
+        sol: None,
         notes: Vec::new(),
     }
 }

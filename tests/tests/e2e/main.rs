@@ -31,6 +31,7 @@ mod hostile;
 mod overlap;
 mod perf_identity;
 mod ranks;
+mod roofline;
 mod shared_traces;
 mod timeline;
 mod timeline_truth;

@@ -307,6 +307,7 @@ mod tests {
             launch_site_source: "graph-launch".to_string(),
             input_dims: None,
             launch_mix: Vec::new(),
+            roofline: None,
         }
     }
 

@@ -40,6 +40,7 @@ fn kernel(name: &str, us: f64, location: &str, op: &str) -> KernelRow {
         launch_site_source: "eager".to_string(),
         input_dims: None,
         launch_mix: Vec::new(),
+        roofline: None,
     }
 }
 
