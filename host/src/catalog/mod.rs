@@ -9,6 +9,7 @@
 //!   embeds `torch.toml`, and [`load_fusions`] merges and validates them;
 //! * [`overlap`]: known overlap paths (`overlap.toml`);
 //! * [`pattern`]: the token and pattern language all three share;
+//! * [`roles`]: what a kernel does inside a decoder layer (`roles.toml`);
 //!
 //! [`Catalog::load`] reads all three files, so a triage and `catalog validate` check the
 //! same things. `--catalog DIR` overrides file by file: `DIR/kernel-families.toml`,
@@ -23,6 +24,7 @@ pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
 pub mod pattern;
+pub mod roles;
 pub mod steps;
 
 use crate::error::TriageError;
@@ -32,6 +34,7 @@ pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
+pub use roles::{load_roles, RoleRules};
 pub use steps::{load_forward_calls, ForwardCall, ForwardCalls};
 
 /// Every catalog file of a run, parsed and validated.
@@ -41,17 +44,20 @@ pub struct Catalog {
     pub fusions: FusionCatalog,
     pub overlap: KnownPaths,
     pub forward_calls: ForwardCalls,
+    pub roles: RoleRules,
 }
 
 impl Catalog {
     /// The built-in catalog plus the loaded plugins' fusion registries, with `dir`'s files
     /// in place of the built-in ones where it has them. The first invalid file fails the
-    /// load (kernel families, then overlap paths, then step boundaries, then fusion rows).
+    /// load (kernel families, then overlap paths, then step boundaries, then roles, then
+    /// fusion rows).
     pub fn load(dir: Option<&Path>, plugins: &PluginSet) -> Result<Catalog, TriageError> {
         Ok(Catalog {
             families: load_families(dir)?,
             overlap: load_known_paths(dir)?,
             forward_calls: load_forward_calls(dir)?,
+            roles: load_roles(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }
@@ -91,6 +97,7 @@ mod tests {
         assert!(!catalog.overlap.paths.is_empty());
         assert!(!catalog.fusions.rules.is_empty());
         assert!(!catalog.forward_calls.calls.is_empty());
+        assert!(!catalog.roles.rules.is_empty());
     }
 
     #[test]
