@@ -61,6 +61,9 @@ pub(super) struct StepWindow {
     pub label: String,
     pub first_launch: Ns,
     pub end: Ns,
+    /// The step's GPU ops (indices into `trace.gpu_ops`, in the order given), when the
+    /// caller asked for them ([`find_steps`]'s `collect_ops`); else empty.
+    pub ops: Vec<u32>,
 }
 
 /// The steps of one stage of one trace, in time order.
@@ -87,15 +90,18 @@ struct Open {
     first_launch: Ns,
     end: Ns,
     ops: u64,
+    /// The ops taken, when collected (`None`: the timeline needs only the window).
+    members: Option<Vec<u32>>,
 }
 
 impl Open {
-    fn new(label: String) -> Self {
+    fn new(label: String, collect_ops: bool) -> Self {
         Open {
             label,
             first_launch: Ns::MAX,
             end: Ns::MIN,
             ops: 0,
+            members: collect_ops.then(Vec::new),
         }
     }
 
@@ -105,6 +111,9 @@ impl Open {
         self.first_launch = self.first_launch.min(launch).min(op.start);
         self.end = self.end.max(op.end);
         self.ops += 1;
+        if let Some(members) = &mut self.members {
+            members.push(op.op);
+        }
     }
 }
 
@@ -116,18 +125,21 @@ fn close(open: Vec<Open>) -> Vec<StepWindow> {
             label: o.label,
             first_launch: o.first_launch,
             end: o.end,
+            ops: o.members.unwrap_or_default(),
         })
         .collect();
     windows.sort_by_key(|w| (w.first_launch, w.end));
     windows
 }
 
-/// The steps of the stage whose ops are `ops` (at least one).
+/// The steps of the stage whose ops are `ops` (at least one); with `collect_ops`, each
+/// window lists its ops.
 pub(super) fn find_steps(
     trace: &Trace,
     linked: &Linked,
     ops: &[SweepOp],
     forward_calls: &ForwardCalls,
+    collect_ops: bool,
 ) -> Steps {
     for kind in MarkerKind::PRIORITY {
         let markers: Vec<(Ns, Ns, &str)> = trace
@@ -140,14 +152,14 @@ pub(super) fn find_steps(
                     .then(|| (a.ts, a.ts.saturating_add(a.dur), name))
             })
             .collect();
-        if let Some(steps) = steps_in_windows(linked, ops, markers, kind.source()) {
+        if let Some(steps) = steps_in_windows(linked, ops, markers, kind.source(), collect_ops) {
             return steps;
         }
     }
     let calls = forward_call_frames(trace, forward_calls);
-    steps_in_windows(linked, ops, calls, FORWARD_CALLS)
-        .or_else(|| graph_launch_steps(trace, linked, ops))
-        .unwrap_or_else(|| whole_stage(linked, ops))
+    steps_in_windows(linked, ops, calls, FORWARD_CALLS, collect_ops)
+        .or_else(|| graph_launch_steps(trace, linked, ops, collect_ops))
+        .unwrap_or_else(|| whole_stage(linked, ops, collect_ops))
 }
 
 /// The step source of steps bounded by the engine's forward call.
@@ -160,12 +172,16 @@ fn steps_in_windows(
     ops: &[SweepOp],
     mut markers: Vec<(Ns, Ns, &str)>,
     source: &'static str,
+    collect_ops: bool,
 ) -> Option<Steps> {
     if markers.is_empty() {
         return None;
     }
     markers.sort_unstable();
-    let mut open: Vec<Open> = markers.iter().map(|m| Open::new(m.2.to_string())).collect();
+    let mut open: Vec<Open> = markers
+        .iter()
+        .map(|m| Open::new(m.2.to_string(), collect_ops))
+        .collect();
     let (mut outside, mut outside_ns) = (0u64, 0 as Ns);
     for op in ops {
         let t = launch_point(linked, op);
@@ -236,7 +252,12 @@ fn forward_call_frames<'t>(trace: &'t Trace, calls: &ForwardCalls) -> Vec<(Ns, N
 
 /// Without markers: each graph launch starts a step (ops launched before the first join
 /// it).
-fn graph_launch_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Option<Steps> {
+fn graph_launch_steps(
+    trace: &Trace,
+    linked: &Linked,
+    ops: &[SweepOp],
+    collect_ops: bool,
+) -> Option<Steps> {
     let mut launches: Vec<(Ns, &str)> = ops
         .iter()
         .filter_map(|op| {
@@ -253,7 +274,7 @@ fn graph_launch_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Option
     let mut open: Vec<Open> = launches
         .iter()
         .enumerate()
-        .map(|(i, l)| Open::new(format!("{} #{}", l.1, i + 1)))
+        .map(|(i, l)| Open::new(format!("{} #{}", l.1, i + 1), collect_ops))
         .collect();
     for op in ops {
         let t = launch_point(linked, op);
@@ -267,8 +288,8 @@ fn graph_launch_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Option
     })
 }
 
-fn whole_stage(linked: &Linked, ops: &[SweepOp]) -> Steps {
-    let mut open = Open::new("whole stage".to_string());
+fn whole_stage(linked: &Linked, ops: &[SweepOp], collect_ops: bool) -> Steps {
+    let mut open = Open::new("whole stage".to_string(), collect_ops);
     for op in ops {
         open.take(launch_point(linked, op), op);
     }
