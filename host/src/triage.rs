@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
+use crate::analyze::layers::{attach as attach_layers, stage_layers, LayerInputs};
 use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
@@ -118,6 +119,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         fusions: fusion_catalog,
         overlap: known_paths,
         forward_calls,
+        roles,
     } = Catalog::load(request.catalog.as_deref(), &plugin_set)?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
@@ -198,7 +200,20 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             forward_calls: &forward_calls,
         },
     );
-    let mut stages = attach_timeline(stages, timelines);
+    let stages = attach_timeline(stages, timelines);
+    // Layers and roles: the timeline's steps, the catalog's roles, the model's layer count.
+    let (expected_layers, config_note) =
+        layer_count_of_run(request, &traces_set, server_args_found);
+    let layers = stage_layers(
+        &staged,
+        &LayerInputs {
+            families: &families,
+            roles: &roles,
+            forward_calls: &forward_calls,
+            expected: expected_layers.as_ref(),
+        },
+    );
+    let mut stages = attach_layers(stages, layers);
     let inputs = input_infos(&traces_set, &traces);
     if inputs.iter().all(|i| i.graph_capture.is_some()) {
         // Nothing ran: a kernel table of the stray kernels would pretend to be the
@@ -214,6 +229,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     notes.extend(plugin_notes(&plugin_set));
     notes.extend(pid_notes);
     notes.extend(log_notes);
+    notes.extend(config_note);
     let all_linked = formal
         .linked
         .iter()
@@ -251,6 +267,31 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             .unwrap_or_default(),
         overlap_stages,
     })
+}
+
+/// The model's layer count (server-arg overrides, else `config.json` beside
+/// `server_args.json`, in the input directory or beside the input file).
+fn layer_count_of_run(
+    request: &TriageRequest,
+    set: &TraceSet,
+    server_args: Option<&crate::trace::discover::ServerArgs>,
+) -> (
+    Option<crate::trace::model_config::LayerCount>,
+    Option<String>,
+) {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(parent) = server_args.and_then(|a| a.path.parent()) {
+        dirs.push(parent.to_path_buf());
+    }
+    if set.directory {
+        dirs.push(request.input.clone());
+    } else if let Some(parent) = request.input.parent() {
+        dirs.push(parent.to_path_buf());
+    }
+    crate::trace::model_config::layer_count(
+        server_args.map(|a| (a.path.as_path(), &a.values)),
+        &dirs,
+    )
 }
 
 /// The diffusion-backend gate over `--run-log` and the logs beside the traces; the notes

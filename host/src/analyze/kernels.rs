@@ -361,6 +361,8 @@ impl FinishedStage {
             similarity: Vec::new(),
             timeline: None,
             notes,
+            layers: None,
+            roles: Vec::new(),
         }
     }
 }

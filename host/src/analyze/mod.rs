@@ -2,6 +2,7 @@
 
 pub mod fuse;
 pub mod kernels;
+pub(crate) mod layers;
 pub mod location;
 pub(crate) mod overlap;
 #[cfg(test)]

@@ -41,6 +41,8 @@ pub(super) fn stage(label: &str, total_gpu_time_us: f64, kernels: Vec<KernelRow>
         similarity: Vec::new(),
         timeline: None,
         notes: Vec::new(),
+        layers: None,
+        roles: Vec::new(),
     }
 }
 
