@@ -2,6 +2,7 @@
 //! format sees the same `Report`, so they can differ in layout but never in facts.
 pub(crate) mod escape;
 pub(crate) mod json;
+mod layers;
 pub(crate) mod markdown;
 pub mod model;
 pub(crate) mod text;

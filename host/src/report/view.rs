@@ -171,6 +171,7 @@ pub(super) fn view(report: &Report, min_share_pct: f64) -> View {
             fuse_block(report),
         ];
         blocks.extend(super::timeline::timeline_blocks(report));
+        blocks.extend(super::layers::layer_blocks(report));
         blocks
     };
     View {
