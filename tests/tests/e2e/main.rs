@@ -25,6 +25,7 @@ mod engine_fixtures;
 mod faults;
 mod fuse_shared_traces;
 mod hostile;
+mod layers;
 mod overlap;
 mod perf_identity;
 mod shared_traces;
