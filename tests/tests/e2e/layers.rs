@@ -28,6 +28,8 @@ struct RawKernel {
     dur: i64,
     /// The runtime call that launched it.
     launch: Option<String>,
+    /// Its launch lies inside a `step[...]` annotation (SGLang's step marker).
+    in_step: bool,
     /// `nn.Module:` frames open at the launch on its thread, outer..inner (`X_<k>`).
     modules: Vec<String>,
 }
@@ -37,6 +39,7 @@ fn raw_kernels(file: &str) -> Vec<RawKernel> {
     let events = raw_events(&shared_trace(file));
     let mut runtime: HashMap<u64, &Value> = HashMap::new();
     let mut modules: HashMap<(String, String), Vec<(i64, i64, String)>> = HashMap::new();
+    let mut steps: Vec<(i64, i64)> = Vec::new();
     let key = |e: &Value| (e["pid"].to_string(), e["tid"].to_string());
     for e in &events {
         let cat = e["cat"].as_str().unwrap_or("");
@@ -46,6 +49,10 @@ fn raw_kernels(file: &str) -> Vec<RawKernel> {
             }
         }
         let name = e["name"].as_str().unwrap_or("");
+        if cat == "user_annotation" && name.starts_with("step[") {
+            let ts = us_to_ns(&e["ts"]);
+            steps.push((ts, ts + us_to_ns(&e["dur"])));
+        }
         if cat == "python_function" && name.starts_with("nn.Module: ") {
             let ts = us_to_ns(&e["ts"]);
             modules.entry(key(e)).or_default().push((
@@ -80,6 +87,10 @@ fn raw_kernels(file: &str) -> Vec<RawKernel> {
                 ts: us_to_ns(&e["ts"]),
                 dur: us_to_ns(&e["dur"]),
                 launch: call.and_then(|c| c["name"].as_str()).map(str::to_string),
+                in_step: call.is_some_and(|c| {
+                    let at = us_to_ns(&c["ts"]);
+                    steps.iter().any(|&(s, e)| s <= at && at <= e)
+                }),
                 modules: open.into_iter().map(|m| m.2.clone()).collect(),
             }
         })
@@ -184,12 +195,8 @@ fn sglang_prefill_has_36_layers_that_match_its_decoder_layer_frames_to_the_nanos
     assert_eq!(layers["steps"], 1, "{layers}");
     assert_eq!(layer_rows(layers), frames);
     assert_layers_sum_to_total(layers);
-    let all: i64 = kernels.iter().map(|k| k.dur).sum();
-    assert_eq!(
-        ns(&layers["total_us"]),
-        all,
-        "the one step holds every kernel"
-    );
+    let in_step: i64 = kernels.iter().filter(|k| k.in_step).map(|k| k.dur).sum();
+    assert_eq!(ns(&layers["total_us"]), in_step, "the step's kernel time");
     assert_eq!(ns(&layers["graph_replay_us"]), 0);
     let rows = layers["rows"].as_array().unwrap();
     assert_eq!(rows[0]["position"], "first");
@@ -315,8 +322,8 @@ fn sglang_decode_graph_replay_has_36_layers_summing_to_the_in_graph_time() {
     assert_layers_sum_to_total(layers);
     let graph: i64 = in_graph.iter().map(|k| k.dur).sum();
     assert_eq!(ns(&layers["graph_replay_us"]), graph);
-    let all: i64 = kernels.iter().map(|k| k.dur).sum();
-    assert_eq!(ns(&layers["total_us"]), all);
+    let in_step: i64 = kernels.iter().filter(|k| k.in_step).map(|k| k.dur).sum();
+    assert_eq!(ns(&layers["total_us"]), in_step, "the step's kernel time");
     // Replayed kernels have no module frames without their capture: the family rules
     // still give attention and norms.
     let roles = roles(&stage);
