@@ -34,11 +34,16 @@ struct RawKernel {
     modules: Vec<String>,
 }
 
+/// (pid, tid) as JSON text.
+type Thread = (String, String);
+/// An `nn.Module:` frame: start, end (ns), instance name.
+type ModuleFrame = (i64, i64, String);
+
 /// Every kernel with a positive duration, by GPU start, with its launch's module frames.
 fn raw_kernels(file: &str) -> Vec<RawKernel> {
     let events = raw_events(&shared_trace(file));
     let mut runtime: HashMap<u64, &Value> = HashMap::new();
-    let mut modules: HashMap<(String, String), Vec<(i64, i64, String)>> = HashMap::new();
+    let mut modules: HashMap<Thread, Vec<ModuleFrame>> = HashMap::new();
     let mut steps: Vec<(i64, i64)> = Vec::new();
     let key = |e: &Value| (e["pid"].to_string(), e["tid"].to_string());
     for e in &events {
@@ -69,7 +74,7 @@ fn raw_kernels(file: &str) -> Vec<RawKernel> {
             let call = e["args"]["correlation"]
                 .as_u64()
                 .and_then(|c| runtime.get(&c));
-            let mut open: Vec<&(i64, i64, String)> = match call {
+            let mut open: Vec<&ModuleFrame> = match call {
                 Some(call) => {
                     let at = us_to_ns(&call["ts"]);
                     modules
