@@ -14,6 +14,7 @@ use crate::analyze::graph::capture::{captured_graphs, CapturedGraph};
 use crate::analyze::graph::resolve::{replay_notes as graph_replay_notes, resolve_replays};
 use crate::analyze::graph::mapping::resolve_traces;
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
+use crate::analyze::layers::{attach as attach_layers, stage_layers, LayerInputs};
 use crate::analyze::location::Locator;
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
@@ -180,6 +181,7 @@ pub(crate) fn run_observed(
         steps: step_catalog,
         devices: device_table,
         roofline: roofline_ops,
+        roles,
         ..
     } = Catalog::load(request.catalog.as_deref(), plugin_set)?;
     // A bad --device or --device-spec fails before the (long) read.
@@ -285,7 +287,20 @@ pub(crate) fn run_observed(
             steps: &step_catalog,
         },
     );
-    let mut stages = attach_timeline(stages, timelines);
+    let stages = attach_timeline(stages, timelines);
+    // Layers and roles: the timeline's steps, the catalog's roles, the model's layer count.
+    let (expected_layers, config_note) =
+        layer_count_of_run(request, &traces_set, server_args_found);
+    let layers = stage_layers(
+        &staged,
+        &LayerInputs {
+            families: &families,
+            roles: &roles,
+            steps: &step_catalog,
+            expected: expected_layers.as_ref(),
+        },
+    );
+    let mut stages = attach_layers(stages, layers);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
     let (roof, roof_note) = roofline::roof_of(&traces, &device_table);
     let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof);
@@ -308,6 +323,7 @@ pub(crate) fn run_observed(
     notes.extend(capture_notes);
     notes.extend(replay_notes);
     notes.extend(roof_note);
+    notes.extend(config_note);
     let all_linked = formal
         .linked
         .iter()
@@ -423,6 +439,31 @@ fn read_captures(
         graphs.extend(found);
     }
     Ok((graphs, notes))
+}
+
+/// The model's layer count (server-arg overrides, else `config.json` beside
+/// `server_args.json`, in the input directory or beside the input file).
+fn layer_count_of_run(
+    request: &TriageRequest,
+    set: &TraceSet,
+    server_args: Option<&crate::trace::discover::ServerArgs>,
+) -> (
+    Option<crate::trace::model_config::LayerCount>,
+    Option<String>,
+) {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(parent) = server_args.and_then(|a| a.path.parent()) {
+        dirs.push(parent.to_path_buf());
+    }
+    if set.directory {
+        dirs.push(request.input.clone());
+    } else if let Some(parent) = request.input.parent() {
+        dirs.push(parent.to_path_buf());
+    }
+    crate::trace::model_config::layer_count(
+        server_args.map(|a| (a.path.as_path(), &a.values)),
+        &dirs,
+    )
 }
 
 /// The diffusion-backend gate over `--run-log` and the logs beside the traces; the notes

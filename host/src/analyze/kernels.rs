@@ -391,6 +391,8 @@ impl FinishedStage {
             timeline: None,
             sol: None,
             notes,
+            layers: None,
+            roles: Vec::new(),
         }
     }
 }

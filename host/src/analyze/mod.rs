@@ -4,6 +4,7 @@ pub(crate) mod device;
 pub mod fuse;
 pub mod graph;
 pub mod kernels;
+pub(crate) mod layers;
 pub mod location;
 pub(crate) mod overlap;
 pub mod roofline;

@@ -14,6 +14,7 @@
 //! * [`devices`]: GPU peaks, bandwidths and `deviceProperties` names (`devices.toml`);
 //! * [`roofline`]: which CPU op uses which FLOPs/bytes formula (`roofline.toml`);
 //! * [`pattern`]: the token and pattern language all three share;
+//! * [`roles`]: what a kernel does inside a decoder layer (`roles.toml`);
 //!
 //! [`Catalog::load`] reads all three files, so a triage and `catalog validate` check the
 //! same things. `--catalog DIR` overrides file by file: `DIR/kernel-families.toml`,
@@ -31,6 +32,7 @@ pub(crate) mod fusions;
 pub mod overlap;
 pub mod pattern;
 pub mod roofline;
+pub mod roles;
 pub mod steps;
 
 use crate::error::TriageError;
@@ -42,6 +44,7 @@ pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,
 };
 pub use overlap::{load_known_paths, KnownPaths};
+pub use roles::{load_roles, RoleRules};
 pub use roofline::{load_roofline_ops, RooflineOps};
 pub use steps::{load_steps, merge_steps, ForwardCall, StepCatalog, StepMarker, StepSource};
 
@@ -57,12 +60,13 @@ pub struct Catalog {
     pub collectives: CollectiveRules,
     /// Which CPU op uses which FLOPs/bytes formula (`roofline.toml`).
     pub roofline: RooflineOps,
+    pub roles: RoleRules,
 }
 
 impl Catalog {
     /// The built-in catalog plus the loaded plugins' fusion registries, with `dir`'s files
     /// in place of the built-in ones where it has them. The first invalid file fails the
-    /// load (kernel families, then overlap paths, then step boundaries, then devices, then
+    /// load (kernel families, then overlap paths, then step boundaries, then devices, then roles, then
     /// fusion rows).
     pub fn load(dir: Option<&Path>, plugins: &PluginSet) -> Result<Catalog, TriageError> {
         Ok(Catalog {
@@ -72,6 +76,7 @@ impl Catalog {
             devices: load_devices(dir)?,
             collectives: load_collectives(dir)?,
             roofline: load_roofline_ops(dir)?,
+            roles: load_roles(dir)?,
             fusions: load_fusions(dir, plugins)?,
         })
     }
@@ -112,6 +117,7 @@ mod tests {
         assert!(!catalog.fusions.rules.is_empty());
         assert!(!catalog.steps.markers.is_empty());
         assert!(!catalog.devices.devices.is_empty());
+        assert!(!catalog.roles.rules.is_empty());
     }
 
     #[test]

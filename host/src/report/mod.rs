@@ -3,6 +3,7 @@
 mod device;
 pub(crate) mod escape;
 pub(crate) mod json;
+mod layers;
 pub(crate) mod markdown;
 pub mod model;
 mod ranks;

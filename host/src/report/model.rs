@@ -143,6 +143,14 @@ pub struct StageReport {
     /// absent without a known device roof or without a kernel of known shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sol: Option<StageSol>,
+    /// The decoder layers found in the stage's steps (`analyze::layers`); absent when no
+    /// step repeats a layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layers: Option<StageLayers>,
+    /// The stage's GPU time by role in the model (`catalog/roles.toml`), most time
+    /// first; absent when no GPU op has a role other than `other`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<RoleRow>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -657,4 +665,77 @@ pub struct SolLoss {
     pub lost_us: f64,
     /// The row's `pct_of_peak`.
     pub pct_of_peak: f64,
+}
+
+// ---- Layers and roles (`analyze::layers`) ----
+
+/// The decoder layers of one stage: the repeating stretch of each step's kernel sequence
+/// (kernels in GPU start order), with the kernels before it (prologue: embedding, input
+/// preparation) and after it (epilogue: final norm, LM head, sampling). Every time is an
+/// exact sum of integer nanoseconds over the steps that hold `count` layers:
+/// `sum(rows[].gpu_time_us) + prologue_us + epilogue_us = total_us` exactly.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageLayers {
+    /// Layers per step (the most common count over the stage's steps).
+    pub count: usize,
+    /// Kernels per layer (the period of the repeating stretch).
+    pub period_kernels: usize,
+    /// `num_hidden_layers` of the model, when its config or server args give it.
+    pub expected_count: Option<u64>,
+    /// Where `expected_count` comes from (a file path or a server arg).
+    pub expected_source: Option<String>,
+    /// Steps that hold `count` layers of `period_kernels` kernels (their times are summed).
+    pub steps: usize,
+    /// Steps of the stage left out: no repeating stretch, or another count or period.
+    pub steps_left_out: usize,
+    /// Kernel time of the counted steps (memcpy and memset are not kernels).
+    pub total_us: f64,
+    /// Kernels of each counted step before its first layer, and their time summed.
+    pub prologue_kernels: usize,
+    pub prologue_us: f64,
+    /// Kernels of each counted step after its last layer, and their time summed.
+    pub epilogue_kernels: usize,
+    pub epilogue_us: f64,
+    /// Part of `total_us` replayed from CUDA/HIP graphs.
+    pub graph_replay_us: f64,
+    /// Median of `rows[].gpu_time_us`.
+    pub median_layer_us: f64,
+    /// One row per layer, in model order.
+    pub rows: Vec<LayerRow>,
+    /// What the reader should know: a count that differs from the model config, steps
+    /// left out.
+    pub notes: Vec<String>,
+}
+
+/// One decoder layer, summed over the counted steps.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LayerRow {
+    /// 0-based, in model order.
+    pub index: usize,
+    /// Exact sum of the layer's kernel durations over the counted steps.
+    pub gpu_time_us: f64,
+    /// `100 * gpu_time_us / total_us` of the layers' stage.
+    pub share_pct: f64,
+    /// `first`, `last` or `middle`.
+    pub position: String,
+    /// `moe` when the layer runs a kernel of an MoE role (`catalog/roles.toml`
+    /// `moe_roles`), else `dense`.
+    pub kind: String,
+    /// The layer's time is more than 25% away from `median_layer_us`.
+    pub outlier: bool,
+}
+
+/// One role's part of a stage's GPU time (`catalog/roles.toml`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RoleRow {
+    /// `qkv`, `attention`, `o_proj`, `all-reduce`, `norm`, `rope`, `kv-cache write`,
+    /// `gate_up`, `activation`, `down`, `moe-route`, `moe-experts`, `lm_head`,
+    /// `sampler` or `other`.
+    pub role: String,
+    /// Exact sum of the `dur` of the stage's GPU ops with this role.
+    pub gpu_time_us: f64,
+    /// `100 * gpu_time_us / stages[].total_gpu_time_us`.
+    pub share_pct: f64,
+    /// GPU ops with this role (graph replays count each kernel run).
+    pub launches: u64,
 }

@@ -46,6 +46,8 @@ pub(super) fn stage(label: &str, total_gpu_time_us: f64, kernels: Vec<KernelRow>
         timeline: None,
         sol: None,
         notes: Vec::new(),
+        layers: None,
+        roles: Vec::new(),
     }
 }
 

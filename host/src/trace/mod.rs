@@ -6,6 +6,7 @@ pub mod evidence;
 pub mod graph_capture;
 pub mod link;
 pub mod model;
+pub mod model_config;
 pub(crate) mod names;
 pub(crate) mod pid_filter;
 pub mod read;

@@ -88,3 +88,20 @@ fn a_forward_call_with_an_absolute_file_fails_validate_with_exit_3_naming_the_fi
     assert!(err.contains(&file.display().to_string()), "{err}");
     assert!(err.contains("vllm.execute-model"), "{err}");
 }
+
+#[test]
+fn a_role_rule_naming_an_unknown_role_fails_validate_with_exit_3_naming_the_file() {
+    let dir = copy_of_the_catalog();
+    let file = dir.path().join("roles.toml");
+    let good = std::fs::read_to_string(&file).unwrap();
+    let bad = good.replacen("role = \"qkv\"", "role = \"qkvz\"", 1);
+    assert_ne!(good, bad, "roles.toml has a qkv rule");
+    std::fs::write(&file, bad).unwrap();
+
+    let out = validate(dir.path());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(&file.display().to_string()), "{err}");
+    assert!(err.contains("unknown role \"qkvz\""), "{err}");
+}

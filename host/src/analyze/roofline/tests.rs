@@ -85,6 +85,8 @@ fn report_with(names: &[&str]) -> StageReport {
         notes: Vec::new(),
         timeline: None,
         sol: None,
+        layers: None,
+        roles: Vec::new(),
     };
     for name in names {
         stage.kernels.push(crate::report::model::KernelRow {

@@ -164,11 +164,22 @@ fn trace_timelines(
     families: &FamilyRules,
     options: &TimelineOptions<'_>,
 ) -> Vec<(Stage, TraceStage)> {
-    let StagedTrace {
-        trace,
-        linked,
-        split,
-    } = *input;
+    let StagedTrace { trace, linked, .. } = *input;
+    let by_stage = stage_ops(input, families);
+    let causes = Causes::new(trace, linked);
+    by_stage
+        .into_iter()
+        .map(|(stage, ops)| {
+            let part = stage_of_trace(trace, linked, &causes, locator, &ops, options);
+            (stage, part)
+        })
+        .collect()
+}
+
+/// The GPU ops of each stage of one trace that the timeline covers (the busiest GPU
+/// pid, positive durations), in stage order of first appearance.
+fn stage_ops(input: &StagedTrace<'_>, families: &FamilyRules) -> Vec<(Stage, Vec<SweepOp>)> {
+    let StagedTrace { trace, split, .. } = *input;
     let Some(gpu_pid) = busiest_gpu_pid(trace) else {
         return Vec::new();
     };
@@ -194,12 +205,22 @@ fn trace_timelines(
             None => by_stage.push((stage, vec![sweep_op])),
         }
     }
-    let causes = Causes::new(trace, linked);
     by_stage
+}
+
+/// The steps of each stage of one trace, exactly as the timeline finds them, each as
+/// the GPU ops it holds (indices into `trace.gpu_ops`): for analyses that work step by
+/// step (`analyze::layers`).
+pub(crate) fn stage_steps(
+    input: &StagedTrace<'_>,
+    families: &FamilyRules,
+    steps_catalog: &StepCatalog,
+) -> Vec<(Stage, Vec<Vec<u32>>)> {
+    stage_ops(input, families)
         .into_iter()
         .map(|(stage, ops)| {
-            let part = stage_of_trace(trace, linked, &causes, locator, &ops, options);
-            (stage, part)
+            let found = steps::find_steps(input.trace, input.linked, &ops, steps_catalog, true);
+            (stage, found.windows.into_iter().map(|w| w.ops).collect())
         })
         .collect()
 }
@@ -214,7 +235,7 @@ fn stage_of_trace(
     options: &TimelineOptions<'_>,
 ) -> TraceStage {
     let sweep = idle::sweep(ops);
-    let found = steps::find_steps(trace, linked, ops, options.steps);
+    let found = steps::find_steps(trace, linked, ops, options.steps, false);
     let first_op = ops
         .iter()
         .min_by_key(|o| (o.start, o.op))

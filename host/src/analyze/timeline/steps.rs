@@ -25,6 +25,9 @@ pub(super) struct StepWindow {
     pub label: String,
     pub first_launch: Ns,
     pub end: Ns,
+    /// The step's GPU ops (indices into `trace.gpu_ops`, in the order given), when the
+    /// caller asked for them ([`find_steps`]'s `collect_ops`); else empty.
+    pub ops: Vec<u32>,
 }
 
 /// The steps of one stage of one trace, in time order.
@@ -51,15 +54,18 @@ struct Open {
     first_launch: Ns,
     end: Ns,
     ops: u64,
+    /// The ops taken, when collected (`None`: the timeline needs only the window).
+    members: Option<Vec<u32>>,
 }
 
 impl Open {
-    fn new(label: String) -> Self {
+    fn new(label: String, collect_ops: bool) -> Self {
         Open {
             label,
             first_launch: Ns::MAX,
             end: Ns::MIN,
             ops: 0,
+            members: collect_ops.then(Vec::new),
         }
     }
 
@@ -69,6 +75,9 @@ impl Open {
         self.first_launch = self.first_launch.min(launch).min(op.start);
         self.end = self.end.max(op.end);
         self.ops += 1;
+        if let Some(members) = &mut self.members {
+            members.push(op.op);
+        }
     }
 }
 
@@ -80,18 +89,21 @@ fn close(open: Vec<Open>) -> Vec<StepWindow> {
             label: o.label,
             first_launch: o.first_launch,
             end: o.end,
+            ops: o.members.unwrap_or_default(),
         })
         .collect();
     windows.sort_by_key(|w| (w.first_launch, w.end));
     windows
 }
 
-/// The steps of the stage whose ops are `ops` (at least one).
+/// The steps of the stage whose ops are `ops` (at least one); with `collect_ops`, each
+/// window lists its ops.
 pub(super) fn find_steps(
     trace: &Trace,
     linked: &Linked,
     ops: &[SweepOp],
     catalog: &StepCatalog,
+    collect_ops: bool,
 ) -> Steps {
     // Each distinct annotation name is matched once: the first marker kind it is.
     let mut kind_of: Vec<Option<Option<usize>>> = vec![None; trace.strings.len()];
@@ -113,7 +125,9 @@ pub(super) fn find_steps(
             .map(|a| (a.1, a.2, a.3))
             .collect();
         let source = format!("{} annotations", marker.shown_as);
-        if let Some(steps) = steps_in_windows(linked, ops, windows, source, &marker.shown_as) {
+        if let Some(steps) =
+            steps_in_windows(linked, ops, windows, source, &marker.shown_as, collect_ops)
+        {
             return steps;
         }
     }
@@ -124,14 +138,15 @@ pub(super) fn find_steps(
         calls,
         FORWARD_CALLS.to_string(),
         "forward call",
+        collect_ops,
     )
     .map(|mut steps| {
         let note = "no step markers: each forward call of the engine is a step";
         steps.notes.insert(0, note.to_string());
         steps
     })
-    .or_else(|| graph_launch_steps(trace, linked, ops))
-    .unwrap_or_else(|| whole_stage(linked, ops))
+    .or_else(|| graph_launch_steps(trace, linked, ops, collect_ops))
+    .unwrap_or_else(|| whole_stage(linked, ops, collect_ops))
 }
 
 /// The step source of steps bounded by the engine's forward call.
@@ -146,6 +161,7 @@ fn steps_in_windows(
     mut markers: Vec<(Ns, Ns, &str)>,
     source: String,
     kind: &str,
+    collect_ops: bool,
 ) -> Option<Steps> {
     if markers.is_empty() {
         return None;
@@ -160,7 +176,10 @@ fn steps_in_windows(
             Some(*max)
         })
         .collect();
-    let mut open: Vec<Open> = markers.iter().map(|m| Open::new(m.2.to_string())).collect();
+    let mut open: Vec<Open> = markers
+        .iter()
+        .map(|m| Open::new(m.2.to_string(), collect_ops))
+        .collect();
     let (mut outside, mut outside_ns) = (0u64, 0 as Ns);
     for op in ops {
         let t = launch_point(linked, op);
@@ -227,7 +246,12 @@ fn forward_call_frames<'t>(trace: &'t Trace, catalog: &StepCatalog) -> Vec<(Ns, 
 
 /// Without markers: each graph launch starts a step (ops launched before the first join
 /// it).
-fn graph_launch_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Option<Steps> {
+fn graph_launch_steps(
+    trace: &Trace,
+    linked: &Linked,
+    ops: &[SweepOp],
+    collect_ops: bool,
+) -> Option<Steps> {
     let mut launches: Vec<(Ns, &str)> = ops
         .iter()
         .filter_map(|op| {
@@ -244,7 +268,7 @@ fn graph_launch_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Option
     let mut open: Vec<Open> = launches
         .iter()
         .enumerate()
-        .map(|(i, l)| Open::new(format!("{} #{}", l.1, i + 1)))
+        .map(|(i, l)| Open::new(format!("{} #{}", l.1, i + 1), collect_ops))
         .collect();
     for op in ops {
         let t = launch_point(linked, op);
@@ -258,8 +282,8 @@ fn graph_launch_steps(trace: &Trace, linked: &Linked, ops: &[SweepOp]) -> Option
     })
 }
 
-fn whole_stage(linked: &Linked, ops: &[SweepOp]) -> Steps {
-    let mut open = Open::new("whole stage".to_string());
+fn whole_stage(linked: &Linked, ops: &[SweepOp], collect_ops: bool) -> Steps {
+    let mut open = Open::new("whole stage".to_string(), collect_ops);
     for op in ops {
         open.take(launch_point(linked, op), op);
     }
