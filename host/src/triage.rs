@@ -11,8 +11,8 @@ use crate::analyze::device::{
 };
 use crate::analyze::fuse::{attach_fusions, run_facts, FuseInput};
 use crate::analyze::graph::capture::{captured_graphs, CapturedGraph};
-use crate::analyze::graph::resolve::{replay_notes as graph_replay_notes, resolve_replays};
 use crate::analyze::graph::mapping::resolve_traces;
+use crate::analyze::graph::resolve::{replay_notes as graph_replay_notes, resolve_replays};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::layers::{attach as attach_layers, stage_layers, LayerInputs};
 use crate::analyze::location::Locator;

@@ -15,8 +15,8 @@
 pub mod compiled_tp;
 pub mod emulator;
 mod engines;
-pub mod ranks;
 pub mod graph_pairs;
+pub mod ranks;
 pub mod timeline;
 
 use std::collections::BTreeMap;

@@ -25,20 +25,20 @@
 
 use std::path::Path;
 
-pub mod devices;
 pub mod collectives;
+pub mod devices;
 pub(crate) mod families;
 pub(crate) mod fusions;
 pub mod overlap;
 pub mod pattern;
-pub mod roofline;
 pub mod roles;
+pub mod roofline;
 pub mod steps;
 
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
-pub use devices::{load_devices, DeviceTable};
 pub use collectives::{load_collectives, CollectiveRules};
+pub use devices::{load_devices, DeviceTable};
 pub use families::{load_families, parse_families, FamilyRule, FamilyRules};
 pub use fusions::{
     load_fusions, merge_fusions, parse_fusions, Evidence, FusionCatalog, FusionRule, FusionSource,

@@ -41,7 +41,9 @@ fn main() -> ExitCode {
         [flag, out] if flag == "--ranks" => return write_ranks(Path::new(out)),
         [flag, out] if flag == "--graph-pairs" => return write_graph_pairs(Path::new(out)),
         _ => {
-            eprintln!("usage: make-fixtures [--matrix | --timeline | --ranks | --graph-pairs] OUT_DIR");
+            eprintln!(
+                "usage: make-fixtures [--matrix | --timeline | --ranks | --graph-pairs] OUT_DIR"
+            );
             return ExitCode::from(2);
         }
     };

@@ -14,5 +14,5 @@
 
 pub mod align;
 pub(crate) mod capture;
-pub(crate) mod resolve;
 pub(crate) mod mapping;
+pub(crate) mod resolve;
