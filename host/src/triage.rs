@@ -301,8 +301,13 @@ pub(crate) fn run_observed(
         },
     );
     let mut stages = attach_layers(stages, layers);
+    // The formal traces' GPU (what their kernel times ran on) and its row of the device
+    // table, or the row --device / --device-spec chose: the report names it and the
+    // roofline divides by it.
+    let device = analysed_device(&traces);
+    let device_row = match_trace_device(device, &device_table, chosen);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
-    let (roof, roof_note) = roofline::roof_of(&traces, &device_table);
+    let roof = roofline::roof_of(device, device_row.as_ref());
     let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof);
     stages = roofline::attach(stages, rooflines, &roof);
     let inputs = input_infos(&traces_set, &traces);
@@ -322,7 +327,6 @@ pub(crate) fn run_observed(
     notes.extend(log_notes);
     notes.extend(capture_notes);
     notes.extend(replay_notes);
-    notes.extend(roof_note);
     notes.extend(config_note);
     let all_linked = formal
         .linked
@@ -330,12 +334,7 @@ pub(crate) fn run_observed(
         .chain(mapping.iter().flat_map(|m| &m.linked));
     notes.extend(all_linked.filter_map(collision_note));
     notes.extend(mapping_graph_note);
-    // The formal traces' GPU: what their kernel times ran on.
-    let device = analysed_device(&traces);
-    let (device, device_note) = device_report(
-        device,
-        match_trace_device(device, &device_table, chosen).as_ref(),
-    );
+    let (device, device_note) = device_report(device, device_row.as_ref());
     notes.extend(device_note);
     // A named engine the evidence contradicts: honoured, and said on stderr and here.
     for chosen in std::iter::once(selection).chain(mapping.as_ref().map(|m| &m.selection)) {

@@ -42,18 +42,70 @@ impl FamilyRule {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FamilyRules {
     pub rules: Vec<FamilyRule>,
+    /// The answer for each name already asked about: the kernel table, the timeline,
+    /// layers, roles and overlap all ask for every distinct name, and a trace may hold
+    /// tens of thousands, each a demangle, a tokenising and a pass over every rule.
+    pub memo: FamilyMemo,
 }
 
 impl FamilyRules {
+    /// Rules with an empty memo.
+    pub fn new(rules: Vec<FamilyRule>) -> Self {
+        FamilyRules {
+            rules,
+            memo: FamilyMemo::default(),
+        }
+    }
+
     /// The family of a raw kernel name. Mangled names are tokenised demangled, so
     /// `_ZN7ck_tile...FmhaBatchPrefill...` reads as the C++ name it is.
     pub fn family_of(&self, raw_name: &str) -> &str {
-        let text = demangle(raw_name);
-        let name_tokens = tokens(text.as_deref().unwrap_or(raw_name));
-        self.rules
-            .iter()
-            .find(|rule| rule.fires(&name_tokens))
-            .map_or(OTHER, |rule| rule.family.as_str())
+        let rule = self.memo.get(raw_name).unwrap_or_else(|| {
+            let text = demangle(raw_name);
+            let name_tokens = tokens(text.as_deref().unwrap_or(raw_name));
+            let rule = self.rules.iter().position(|rule| rule.fires(&name_tokens));
+            self.memo.put(raw_name, rule);
+            rule
+        });
+        rule.map_or(OTHER, |i| self.rules[i].family.as_str())
+    }
+}
+
+/// Which rule (if any) each name asked about fired, shared by every caller of one
+/// [`FamilyRules`] (threads included). A clone starts empty; it never takes part in
+/// comparisons: it is a cache of what the rules say, not part of them.
+#[derive(Default)]
+pub struct FamilyMemo(std::sync::Mutex<rustc_hash::FxHashMap<Box<str>, Option<usize>>>);
+
+impl FamilyMemo {
+    fn get(&self, name: &str) -> Option<Option<usize>> {
+        self.0.lock().ok()?.get(name).copied()
+    }
+
+    fn put(&self, name: &str, rule: Option<usize>) {
+        if let Ok(mut memo) = self.0.lock() {
+            memo.insert(name.into(), rule);
+        }
+    }
+}
+
+impl Clone for FamilyMemo {
+    fn clone(&self) -> Self {
+        FamilyMemo::default()
+    }
+}
+
+impl PartialEq for FamilyMemo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for FamilyMemo {}
+
+impl std::fmt::Debug for FamilyMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FamilyMemo")
     }
 }
 
@@ -164,7 +216,7 @@ pub fn parse_families(text: &str, path: &Path) -> Result<FamilyRules, TriageErro
             all,
         });
     }
-    Ok(FamilyRules { rules })
+    Ok(FamilyRules::new(rules))
 }
 
 #[cfg(test)]

@@ -201,12 +201,12 @@ pub fn parse_known_paths(text: &str, path: &Path) -> Result<KnownPaths, TriageEr
                 .iter()
                 .map(|p| parse_pattern(p).ok_or_else(|| fail(format!("empty pattern {p:?}"))))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok((!parsed.is_empty()).then(|| FamilyRules {
-                rules: vec![FamilyRule {
+            Ok((!parsed.is_empty()).then(|| {
+                FamilyRules::new(vec![FamilyRule {
                     family: MATCHED.to_string(),
                     patterns: parsed,
                     all: Vec::new(),
-                }],
+                }])
             }))
         };
         let kernel = patterns(&entry.matcher.kernel)?;

@@ -6,7 +6,9 @@
 
 use super::escape::trace;
 use super::model::{KernelRow, Report, StageSol};
-use super::view::{display_kernel_name, gpu_time_text, Align, Block, Row, Section, Table};
+use super::view::{
+    display_kernel_name, display_kernel_names, gpu_time_text, Align, Block, Row, Section, Table,
+};
 
 pub(super) const ROOFLINE_HEADER: &[&str] = &[
     "Kernel",
@@ -38,12 +40,19 @@ pub(super) fn roofline_blocks(report: &Report) -> Vec<Block> {
         .stages
         .iter()
         .filter_map(|stage| {
-            let rows: Vec<Row> = stage
+            let shown: Vec<&KernelRow> = stage
                 .kernels
                 .iter()
                 .filter(|k| k.roofline.is_some())
                 .take(ROWS_SHOWN)
-                .map(roofline_row)
+                .collect();
+            // Names as the table shows them, no two alike (two template instances that
+            // collapse to one short name keep the part that differs).
+            let names = display_kernel_names(shown.iter().map(|k| k.name.as_str()));
+            let rows: Vec<Row> = shown
+                .iter()
+                .zip(names)
+                .map(|(row, name)| roofline_row(row, &name))
                 .collect();
             if rows.is_empty() {
                 return None;
@@ -82,7 +91,7 @@ fn dash_or(value: Option<f64>, text: impl Fn(f64) -> String) -> String {
     value.map_or_else(|| "-".to_string(), text)
 }
 
-fn roofline_row(row: &KernelRow) -> Row {
+fn roofline_row(row: &KernelRow, shown_name: &str) -> Row {
     let Some(r) = &row.roofline else {
         return Row {
             cells: Vec::new(),
@@ -91,7 +100,7 @@ fn roofline_row(row: &KernelRow) -> Row {
     };
     Row {
         cells: vec![
-            vec![trace(&display_kernel_name(&row.name))],
+            vec![trace(shown_name)],
             vec![gpu_time_text(row.gpu_time_us)],
             vec![r.bound.clone()],
             vec![dash_or(r.pct_of_peak, |p| format!("{p:.1}%"))],

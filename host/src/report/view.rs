@@ -342,7 +342,7 @@ pub(super) fn display_kernel_name(name: &str) -> String {
 
 /// The names of one table's rows as it shows them: each as [`display_kernel_name`], and
 /// no two alike (rows that would collide keep the first part that differs).
-fn display_kernel_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+pub(super) fn display_kernel_names<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
     use crate::trace::names::{distinct_short_names, SHORT_ARGS_MAX};
     let names: Vec<&str> = names.collect();
     distinct_short_names(&names, SHORT_ARGS_MAX)

@@ -71,7 +71,9 @@ fn an_unbroken_copy_of_the_catalog_still_validates() {
 #[test]
 fn a_forward_call_with_an_absolute_file_fails_validate_with_exit_3_naming_the_file() {
     let dir = copy_of_the_catalog();
-    let file = dir.path().join("steps.toml");
+    // vLLM's forward call lives with its plugin's rows (plugin API 1.4, `step_catalog`);
+    // `--catalog DIR/steps/vllm.toml` replaces them.
+    let file = dir.path().join("steps").join("vllm.toml");
     let good = std::fs::read_to_string(&file).unwrap();
     let bad = good.replacen(
         "file = \"vllm/v1/worker/gpu_model_runner.py\"",

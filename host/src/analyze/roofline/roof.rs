@@ -6,8 +6,8 @@
 //! every percentage empty).
 
 use crate::analyze::roofline::shapes::DtypeClass;
-use crate::catalog::devices::{DeviceFacts, DeviceSpec, DeviceTable, Dtype};
-use crate::trace::event::Trace;
+use crate::catalog::devices::{DeviceMatch, DeviceSpec, Dtype};
+use crate::trace::event::DeviceProps;
 
 /// Below this mean launch time a kernel that fills the GPU is latency-bound: a few µs
 /// is the order of a launch's fixed cost (block scheduling, prologue, the tail wave),
@@ -26,15 +26,6 @@ pub struct Roof {
 }
 
 impl Roof {
-    /// The SM count the first GPU of `trace` reports (`deviceProperties[].numSms`),
-    /// with no peaks: what a trace alone says.
-    pub fn from_trace(trace: &Trace) -> Roof {
-        Roof {
-            sms: trace.meta.devices.iter().find_map(|d| d.num_sms),
-            ..Roof::default()
-        }
-    }
-
     /// The compute peak for `class` in FLOP/s; fp32 work without a listed fp32 peak has
     /// none, and a tensor of no float class (an int index) has none.
     pub fn peak_flops(&self, class: Option<DtypeClass>) -> Option<f64> {
@@ -101,31 +92,18 @@ impl Roof {
     }
 }
 
-/// The roof of the first GPU the traces describe (`deviceProperties`), from the device
-/// table when it has the part; else the trace's SM count alone, and a note saying the
-/// percentages stay empty.
-pub fn roof_of(traces: &[Trace], table: &DeviceTable) -> (Roof, Option<String>) {
-    let Some(device) = traces.iter().find_map(|t| t.meta.devices.first()) else {
-        return (Roof::default(), None);
-    };
-    let facts = DeviceFacts {
-        name: &device.name,
-        sms: device.num_sms,
-        memory_bytes: device.total_global_mem,
-    };
-    match table.match_device(&facts) {
-        Some(found) => (Roof::from_spec(&found.spec, device.num_sms), None),
-        None => (
-            Roof {
-                sms: device.num_sms,
-                ..Roof::default()
-            },
-            Some(format!(
-                "roofline: GPU {} ({} SMs) is not in the device table (catalog/devices.toml): % of peak and speed of light left empty",
-                device.name,
-                device.num_sms.map_or_else(|| "?".to_string(), |n| n.to_string())
-            )),
-        ),
+/// The roofs of the analysed GPU: its device-table row (`analyze::device`: the table's
+/// match, or `--device` / `--device-spec`), with the trace's SM count where it has one;
+/// without a row, the trace's SM count alone (the under-filled class still holds, the
+/// percentages stay empty; `analyze::device` notes the unknown device).
+pub fn roof_of(device: Option<&DeviceProps>, found: Option<&DeviceMatch>) -> Roof {
+    let trace_sms = device.and_then(|d| d.num_sms);
+    match found {
+        Some(found) => Roof::from_spec(&found.spec, trace_sms),
+        None => Roof {
+            sms: trace_sms,
+            ..Roof::default()
+        },
     }
 }
 
@@ -246,27 +224,48 @@ mod tests {
     }
 
     #[test]
-    fn the_traces_gpu_takes_its_roofs_from_the_device_table_or_says_it_has_none() {
+    fn the_roof_is_the_device_row_the_report_names_else_the_traces_sm_count_alone() {
+        use crate::catalog::devices::{DeviceFacts, MatchedBy};
+        use crate::trace::event::DeviceProps;
         let table = crate::catalog::load_devices(None).unwrap();
-        let mut trace = Trace::default();
-        trace.meta.devices.push(crate::trace::event::DeviceProps {
+        let mi300x = DeviceProps {
             name: "AMD Instinct MI300X".to_string(),
             num_sms: Some(304),
             total_global_mem: Some(206_141_652_992),
             ..Default::default()
-        });
-        let (roof, note) = roof_of(std::slice::from_ref(&trace), &table);
-        assert_eq!(note, None);
+        };
+        let facts = DeviceFacts {
+            name: &mi300x.name,
+            sms: mi300x.num_sms,
+            memory_bytes: mi300x.total_global_mem,
+        };
+        let matched = table.match_device(&facts).unwrap();
+        let roof = roof_of(Some(&mi300x), Some(&matched));
         assert_eq!(roof.sms, Some(304));
-        assert!(roof.peak_flops(Some(DtypeClass::Bf16)).is_some());
-        assert!(roof.bandwidth().is_some());
-        trace.meta.devices[0].name = "Imaginary GPU".to_string();
-        trace.meta.devices[0].num_sms = Some(7);
-        let (roof, note) = roof_of(&[trace], &table);
+        let bf16 = matched.spec.peak_tflops[&Dtype::Bf16];
+        assert_eq!(roof.peak_flops(Some(DtypeClass::Bf16)), Some(bf16 * 1e12));
+        assert_eq!(roof.bandwidth(), Some(matched.spec.hbm_tb_per_s * 1e12));
+        // --device names another row: its peaks, whatever the trace says.
+        let h100 = DeviceMatch {
+            spec: table.find("H100 SXM").unwrap().clone(),
+            matched_by: MatchedBy::Flag,
+        };
+        let roof = roof_of(Some(&mi300x), Some(&h100));
+        let h100_bf16 = h100.spec.peak_tflops[&Dtype::Bf16];
+        assert_ne!(h100_bf16, bf16);
+        assert_eq!(
+            roof.peak_flops(Some(DtypeClass::Bf16)),
+            Some(h100_bf16 * 1e12)
+        );
+        // No row: the SM count alone (under-filled still holds), no roofs.
+        let unknown = DeviceProps {
+            name: "Imaginary GPU".to_string(),
+            num_sms: Some(7),
+            ..Default::default()
+        };
+        let roof = roof_of(Some(&unknown), None);
         assert_eq!((roof.sms, roof.bandwidth()), (Some(7), None));
-        assert!(note
-            .unwrap()
-            .contains("Imaginary GPU (7 SMs) is not in the device table"));
+        assert_eq!(roof.peak_flops(Some(DtypeClass::Bf16)), None);
     }
 
     #[test]

@@ -131,7 +131,7 @@ fn shapes_on_the_sites_give_each_row_its_flops_bytes_and_source() {
         ),
         ("lonely", "aten::mm", 3, 40_000, None, [1, 1, 1]),
     ]);
-    let roof = Roof::from_trace(&trace);
+    let roof = roof_of(trace.meta.devices.first(), None);
     assert_eq!(roof.sms, Some(132));
     let stages = attach(
         vec![report_with(&["gemm_a", "splitk_reduce", "lonely"])],
