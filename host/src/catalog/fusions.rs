@@ -10,11 +10,12 @@
 //! is the fuse analysis' business (`analyze::fuse`).
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::pattern::{parse_fusion_pattern, FieldText, Pattern};
+use super::sources::{in_catalog_order, origin_files, OriginText};
 use super::{check_catalog_dir, one_line};
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
@@ -223,23 +224,13 @@ pub(crate) const FUSIONS_DIR: &str = "fusions";
 /// the engine plugins.
 pub(crate) const BUILTIN_TORCH_FUSIONS: &str = include_str!("../../../catalog/fusions/torch.toml");
 
-/// Origins in catalog order (ties in the greedy selection keep this order); other
-/// origins follow alphabetically, `torch` comes last.
-pub(crate) const ORIGIN_ORDER: &[&str] = &["sglang", "vllm", "trtllm", "tokenspeed"];
-
 /// One fusion-rows text and where it came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FusionSource {
-    pub origin: String,
-    /// Shown in errors and `catalog list`: a file path, or `plugin <name>`.
-    pub name: String,
-    pub text: String,
-}
+pub type FusionSource = OriginText;
 
 /// The merged, validated fusion rows.
 #[derive(Clone, Debug, Default)]
 pub struct FusionCatalog {
-    /// In catalog order: [`ORIGIN_ORDER`], then other origins, then `torch`; file
+    /// In catalog order: [`super::sources::ORIGIN_ORDER`], then other origins, then `torch`; file
     /// order inside an origin.
     pub rules: Vec<FusionRule>,
     /// Where the rows came from, in the same order.
@@ -287,41 +278,11 @@ pub(crate) fn fusion_sources(
     }
     if let Some(dir) = dir {
         check_catalog_dir(dir)?;
-        let fusions = dir.join(FUSIONS_DIR);
-        if fusions.is_dir() {
-            let entries = std::fs::read_dir(&fusions)
-                .map_err(|e| TriageError::input(&fusions, format!("cannot read: {e}")))?;
-            let mut files: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                .collect();
-            files.sort();
-            for path in files {
-                let origin = path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| TriageError::input(&path, format!("cannot read: {e}")))?;
-                by_origin.insert(
-                    origin.clone(),
-                    FusionSource {
-                        origin,
-                        name: path.display().to_string(),
-                        text,
-                    },
-                );
-            }
+        for source in origin_files(&dir.join(FUSIONS_DIR))? {
+            by_origin.insert(source.origin.clone(), source);
         }
     }
-    let rank = |origin: &str| match ORIGIN_ORDER.iter().position(|o| *o == origin) {
-        Some(i) => (0, i, String::new()),
-        None if origin == TORCH_ORIGIN => (2, 0, String::new()),
-        None => (1, 0, origin.to_string()),
-    };
-    let mut sources: Vec<FusionSource> = by_origin.into_values().collect();
-    sources.sort_by_key(|s| rank(&s.origin));
-    Ok(sources)
+    Ok(in_catalog_order(by_origin, TORCH_ORIGIN))
 }
 
 /// Parses every source and checks the rows against each other: ids unique across all

@@ -33,6 +33,7 @@ pub mod overlap;
 pub mod pattern;
 pub mod roles;
 pub mod roofline;
+pub mod sources;
 pub mod steps;
 
 use crate::error::TriageError;

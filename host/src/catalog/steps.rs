@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::fusions::ORIGIN_ORDER;
+use super::sources::{in_catalog_order, origin_files, read_origin_file, OriginText};
 use super::{check_catalog_dir, one_line};
 use crate::error::TriageError;
 use crate::plugins::PluginSet;
@@ -108,13 +108,7 @@ impl StepCatalog {
 }
 
 /// One steps text and where it came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StepSource {
-    pub origin: String,
-    /// Names the source in errors: a file path or `plugin NAME step catalog`.
-    pub name: String,
-    pub text: String,
-}
+pub type StepSource = OriginText;
 
 /// The host's file (or `dir`'s `steps.toml`), every loaded plugin's step catalog (or
 /// `dir`'s `steps/<origin>.toml`), merged and validated.
@@ -153,45 +147,15 @@ pub fn step_sources(
         check_catalog_dir(dir)?;
         let host = dir.join(STEPS_FILE);
         if host.exists() {
-            by_origin.insert(HOST_ORIGIN.to_string(), read_source(HOST_ORIGIN, &host)?);
+            let source = read_origin_file(HOST_ORIGIN, &host)?;
+            by_origin.insert(HOST_ORIGIN.to_string(), source);
         }
-        let per_origin = dir.join(STEPS_DIR);
-        if per_origin.is_dir() {
-            let entries = std::fs::read_dir(&per_origin)
-                .map_err(|e| TriageError::input(&per_origin, format!("cannot read: {e}")))?;
-            let mut files: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                .collect();
-            files.sort();
-            for path in files {
-                let origin = path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                by_origin.insert(origin.clone(), read_source(&origin, &path)?);
-            }
+        for source in origin_files(&dir.join(STEPS_DIR))? {
+            by_origin.insert(source.origin.clone(), source);
         }
     }
     // The built-in engines in their fixed order, other plugins by name, the host last.
-    let rank = |origin: &str| match ORIGIN_ORDER.iter().position(|o| *o == origin) {
-        Some(i) => (0, i, String::new()),
-        None if origin == HOST_ORIGIN => (2, 0, String::new()),
-        None => (1, 0, origin.to_string()),
-    };
-    let mut sources: Vec<StepSource> = by_origin.into_values().collect();
-    sources.sort_by_key(|s| rank(&s.origin));
-    Ok(sources)
-}
-
-fn read_source(origin: &str, path: &Path) -> Result<StepSource, TriageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| TriageError::input(path, format!("cannot read: {e}")))?;
-    Ok(StepSource {
-        origin: origin.to_string(),
-        name: path.display().to_string(),
-        text,
-    })
+    Ok(in_catalog_order(by_origin, HOST_ORIGIN))
 }
 
 /// Parses every source (in the given order) and checks ids are unique across them.
