@@ -34,26 +34,42 @@ fn validate(dir: &Path) -> std::process::Output {
         .unwrap()
 }
 
-#[test]
-fn an_unknown_key_in_overlap_toml_fails_validate_with_exit_3_naming_the_file() {
+/// Validates a copy of the catalog with the first `from` in its file `file` (a path
+/// inside the catalog) replaced by `to` (`present` says why the file has one): the run
+/// fails with exit 3 and one line on stderr naming the file, and prints nothing on
+/// stdout. Returns that line.
+fn validate_broken(file: &[&str], from: &str, to: &str, present: &str) -> String {
     let dir = copy_of_the_catalog();
-    let file = dir.path().join("overlap.toml");
-    let good = std::fs::read_to_string(&file).unwrap();
-    let bad = good.replacen("[[path]]\nid = ", "[[path]]\nweight = 2\nid = ", 1);
-    assert_ne!(good, bad, "the first [[path]] starts with its id");
-    std::fs::write(&file, bad).unwrap();
+    let path = file
+        .iter()
+        .fold(dir.path().to_path_buf(), |p, part| p.join(part));
+    let good = std::fs::read_to_string(&path).unwrap();
+    let bad = good.replacen(from, to, 1);
+    assert_ne!(good, bad, "{present}");
+    std::fs::write(&path, bad).unwrap();
 
     let out = validate(dir.path());
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(&file.display().to_string()), "{err}");
-    assert!(err.contains("unknown field `weight`"), "{err}");
+    assert!(err.contains(&path.display().to_string()), "{err}");
     assert!(
         out.stdout.is_empty(),
         "{:?}",
         String::from_utf8_lossy(&out.stdout)
     );
+    err
+}
+
+#[test]
+fn an_unknown_key_in_overlap_toml_fails_validate_with_exit_3_naming_the_file() {
+    let err = validate_broken(
+        &["overlap.toml"],
+        "[[path]]\nid = ",
+        "[[path]]\nweight = 2\nid = ",
+        "the first [[path]] starts with its id",
+    );
+    assert!(err.contains("unknown field `weight`"), "{err}");
 }
 
 #[test]
@@ -70,40 +86,24 @@ fn an_unbroken_copy_of_the_catalog_still_validates() {
 
 #[test]
 fn a_forward_call_with_an_absolute_file_fails_validate_with_exit_3_naming_the_file() {
-    let dir = copy_of_the_catalog();
     // vLLM's forward call lives with its plugin's rows (plugin API 1.4, `step_catalog`);
     // `--catalog DIR/steps/vllm.toml` replaces them.
-    let file = dir.path().join("steps").join("vllm.toml");
-    let good = std::fs::read_to_string(&file).unwrap();
-    let bad = good.replacen(
+    let err = validate_broken(
+        &["steps", "vllm.toml"],
         "file = \"vllm/v1/worker/gpu_model_runner.py\"",
         "file = \"/tmp/gpu_model_runner.py\"",
-        1,
+        "the vLLM row names its file",
     );
-    assert_ne!(good, bad, "the vLLM row names its file");
-    std::fs::write(&file, bad).unwrap();
-
-    let out = validate(dir.path());
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(3), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(&file.display().to_string()), "{err}");
     assert!(err.contains("vllm.execute-model"), "{err}");
 }
 
 #[test]
 fn a_role_rule_naming_an_unknown_role_fails_validate_with_exit_3_naming_the_file() {
-    let dir = copy_of_the_catalog();
-    let file = dir.path().join("roles.toml");
-    let good = std::fs::read_to_string(&file).unwrap();
-    let bad = good.replacen("role = \"qkv\"", "role = \"qkvz\"", 1);
-    assert_ne!(good, bad, "roles.toml has a qkv rule");
-    std::fs::write(&file, bad).unwrap();
-
-    let out = validate(dir.path());
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(3), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(&file.display().to_string()), "{err}");
+    let err = validate_broken(
+        &["roles.toml"],
+        "role = \"qkv\"",
+        "role = \"qkvz\"",
+        "roles.toml has a qkv rule",
+    );
     assert!(err.contains("unknown role \"qkvz\""), "{err}");
 }
