@@ -275,8 +275,13 @@ fn round2(v: f64) -> f64 {
 mod tests {
     use super::*;
 
-    /// A report with the given stages, each `(label, [(kernel, family, us)], step walls)`.
-    fn report(engine: &str, stages: &[(&str, &[(&str, &str, f64)], &[f64])]) -> Report {
+    /// `(kernel, family, gpu time in µs)`.
+    type Kernel<'a> = (&'a str, &'a str, f64);
+    /// `(label, kernels, step wall times in µs)`.
+    type Stage<'a> = (&'a str, &'a [Kernel<'a>], &'a [f64]);
+
+    /// A report with the given stages.
+    fn report(engine: &str, stages: &[Stage<'_>]) -> Report {
         let stages: Vec<serde_json::Value> = stages
             .iter()
             .map(|(label, kernels, walls)| {
