@@ -928,6 +928,13 @@ pub struct DiffMeaning {
     /// The stage's speed of light (`sol.sol_pct`) on each side, where known.
     pub base_sol_pct: Option<f64>,
     pub new_sol_pct: Option<f64>,
+    /// Decoder layers per step (`layers.count`) on each side, where found.
+    pub base_layers: Option<usize>,
+    pub new_layers: Option<usize>,
+    /// The median layer's time in one step: `layers.median_layer_us / layers.steps` (the
+    /// layer table sums each layer over its counted steps).
+    pub base_median_layer_us: Option<f64>,
+    pub new_median_layer_us: Option<f64>,
 }
 
 /// A fuse-table row that started or stopped firing, or changed its conclusion.
