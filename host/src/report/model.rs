@@ -611,7 +611,8 @@ pub struct KernelRoofline {
     pub bound: String,
     /// Where the shapes came from: `input-dims` (the launching op's `Input Dims`),
     /// `step-annotation` (attention: its `Input Dims` heads with the step annotation's
-    /// sq/sk sums); `None` without a shape.
+    /// sq/sk sums), `model-config` (no `Input Dims`: the model's `config.json`
+    /// dimensions, the TP size and the step's tokens); `None` without a shape.
     pub shape_source: Option<String>,
     /// The dtype class the compute peak is taken for (`bf16`, `fp8`, ...).
     pub dtype: Option<String>,

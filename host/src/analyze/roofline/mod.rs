@@ -16,6 +16,7 @@
 //! the op's, and counting it per kernel would multiply it. Sums are exact integers
 //! (`u128` FLOPs and bytes, `i128` ns); rates are computed from them at the end.
 
+pub mod config_shapes;
 pub mod formulas;
 pub mod roof;
 pub mod shapes;
@@ -33,6 +34,8 @@ use crate::trace::event::{GpuKind, Sym};
 use crate::trace::link::SiteSource;
 use crate::trace::names::canonical_name;
 use crate::trace::stage::Stage;
+pub use config_shapes::ModelInputs;
+use config_shapes::{config_shapes, ConfigShapes};
 use roof::{bound, BoundFacts};
 pub use roof::{roof_of, Roof};
 use shapes::{parse_args, Arg, Context, DtypeClass, LaunchCost};
@@ -46,6 +49,7 @@ const LOSS_TOP: usize = 3;
 enum ShapeSource {
     InputDims,
     StepAnnotation,
+    ModelConfig,
 }
 
 impl ShapeSource {
@@ -53,6 +57,7 @@ impl ShapeSource {
         match self {
             ShapeSource::InputDims => "input-dims",
             ShapeSource::StepAnnotation => "step-annotation",
+            ShapeSource::ModelConfig => "model-config",
         }
     }
 }
@@ -73,6 +78,8 @@ struct RowSums {
     class_ns: [i128; CLASSES.len() + 1],
     dims_ns: i128,
     annotation_ns: i128,
+    /// Shaped time whose shapes came from the model config.
+    config_ns: i128,
 }
 
 const CLASSES: [DtypeClass; 6] = [
@@ -101,36 +108,103 @@ pub struct StageRoofline {
 /// The per-launch cost cache of one trace: (CPU op, dims, types, step) -> cost.
 type CostKey = (Sym, Sym, Sym, Option<usize>);
 
-/// Sums every stage's roofline facts over the same GPU ops as the kernel table.
+/// Sums every stage's roofline facts over the same GPU ops as the kernel table; the
+/// notes say what the model config shaped, or why it could not.
 pub fn stage_rooflines(
     inputs: &[StagedTrace<'_>],
     ops: &RooflineOps,
     roof: &Roof,
-) -> Vec<(Stage, StageRoofline)> {
+    model: &ModelInputs<'_>,
+) -> (Vec<(Stage, StageRoofline)>, Vec<String>) {
     let mut stages: HashMap<Stage, StageRoofline> = HashMap::new();
+    let mut used = ConfigUse::default();
     for input in inputs {
-        sum_trace(input, ops, roof, &mut stages);
+        used.add(sum_trace(input, ops, roof, model, &mut stages));
     }
     let mut ordered: Vec<(Stage, StageRoofline)> = stages.into_iter().collect();
     ordered.sort_by_key(|(stage, _)| stage.order());
-    ordered
+    (ordered, used.notes(model))
+}
+
+/// What the model-config shapes did over the run's traces.
+#[derive(Copy, Clone, Debug, Default)]
+struct ConfigUse {
+    gemm_launches: u64,
+    attention_launches: u64,
+    steps_skipped: u64,
+    /// The largest TP size used (the traces of one run share it).
+    tp: u64,
+}
+
+impl ConfigUse {
+    fn add(&mut self, other: ConfigUse) {
+        self.gemm_launches += other.gemm_launches;
+        self.attention_launches += other.attention_launches;
+        self.steps_skipped += other.steps_skipped;
+        self.tp = self.tp.max(other.tp);
+    }
+
+    fn notes(&self, model: &ModelInputs<'_>) -> Vec<String> {
+        let Some(shape) = model.shape else {
+            return Vec::new();
+        };
+        let missing = shape.missing_for_gemms();
+        if !missing.is_empty() {
+            return vec![format!(
+                "roofline: model config {} lacks {}: launches without Input Dims keep no shapes",
+                shape.source,
+                missing.join(", ")
+            )];
+        }
+        let mut notes = Vec::new();
+        if self.gemm_launches + self.attention_launches > 0 {
+            let tp_from = if model.tp.is_some() {
+                "server args"
+            } else {
+                "the trace's world size, else 1"
+            };
+            notes.push(format!(
+                "roofline: model config {} (TP {} from {tp_from}) shaped {} GEMM launches \
+                 (qkv, o_proj, gate_up, down per layer in launch order, then lm_head) and {} \
+                 attention launches without Input Dims",
+                shape.source, self.tp, self.gemm_launches, self.attention_launches
+            ));
+        }
+        if self.steps_skipped > 0 {
+            notes.push(format!(
+                "roofline: model config {}: {} step(s) whose GEMM kernels are not 4 per layer \
+                 x {} layers (+ lm_head) keep no model-config GEMM shapes",
+                shape.source,
+                self.steps_skipped,
+                shape.layers.unwrap_or(0)
+            ));
+        }
+        notes
+    }
 }
 
 fn sum_trace(
     input: &StagedTrace<'_>,
     ops: &RooflineOps,
     roof: &Roof,
+    model: &ModelInputs<'_>,
     stages: &mut HashMap<Stage, StageRoofline>,
-) {
+) -> ConfigUse {
     let StagedTrace {
         trace,
         linked,
         split,
     } = *input;
     let Some(gpu_pid) = busiest_gpu_pid(trace) else {
-        return;
+        return ConfigUse::default();
     };
     let step_index = StepIndex::new(trace);
+    let from_config = config_shapes(trace, linked, gpu_pid, model, &step_index);
+    let mut used = ConfigUse {
+        steps_skipped: from_config.steps_skipped,
+        tp: from_config.tp,
+        ..ConfigUse::default()
+    };
     let ranks = u64::from(trace.meta.world_size.unwrap_or(1));
     let mut canonical_of: FxHashMap<Sym, String> = FxHashMap::default();
     let mut row_of_op: FxHashMap<Sym, Option<usize>> = FxHashMap::default();
@@ -174,6 +248,8 @@ fn sum_trace(
         let (Some(cpu_op), Some(dims), Some(types)) =
             (site.cpu_op, site.input_dims, site.input_types)
         else {
+            // No Input Dims: the model config's shapes, where it gives some.
+            add_config_cost(row, dur, i, &from_config, &mut used);
             continue;
         };
         let Some(row_index) = *row_of_op.entry(cpu_op).or_insert_with(|| {
@@ -229,6 +305,31 @@ fn sum_trace(
             row.dims_ns += dur;
         }
     }
+    used
+}
+
+/// Charges launch `op` its model-config cost, when the config gives it one.
+fn add_config_cost(
+    row: &mut RowSums,
+    dur: i128,
+    op: usize,
+    from_config: &ConfigShapes,
+    used: &mut ConfigUse,
+) {
+    let Some(launch) = from_config.costs.get(&op) else {
+        return;
+    };
+    row.shaped_ns += dur;
+    row.shaped_launches += 1;
+    row.flops += launch.cost.flops;
+    row.bytes += launch.cost.bytes;
+    row.class_ns[class_slot(launch.class)] += dur;
+    row.config_ns += dur;
+    if from_config.attention.contains(&op) {
+        used.attention_launches += 1;
+    } else {
+        used.gemm_launches += 1;
+    }
 }
 
 /// A finished row: its report figures and its SOL time.
@@ -269,6 +370,8 @@ fn finish_row(row: &RowSums, roof: &Roof) -> FinishedRow {
     };
     let source = if !shaped {
         None
+    } else if row.config_ns > row.dims_ns && row.config_ns > row.annotation_ns {
+        Some(ShapeSource::ModelConfig)
     } else if row.annotation_ns > row.dims_ns {
         Some(ShapeSource::StepAnnotation)
     } else {

@@ -70,7 +70,13 @@ fn rooflines(trace: &Trace, linked: &Linked, roof: &Roof) -> Vec<(Stage, StageRo
         linked,
         split: &split,
     }];
-    stage_rooflines(&staged, &load_roofline_ops(None).unwrap(), roof)
+    let families = crate::catalog::FamilyRules::default();
+    let model = ModelInputs {
+        shape: None,
+        tp: None,
+        families: &families,
+    };
+    stage_rooflines(&staged, &load_roofline_ops(None).unwrap(), roof, &model).0
 }
 
 fn report_with(names: &[&str]) -> StageReport {
