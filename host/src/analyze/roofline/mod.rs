@@ -50,6 +50,7 @@ enum ShapeSource {
     InputDims,
     StepAnnotation,
     ModelConfig,
+    KinetoBytes,
 }
 
 impl ShapeSource {
@@ -58,6 +59,7 @@ impl ShapeSource {
             ShapeSource::InputDims => "input-dims",
             ShapeSource::StepAnnotation => "step-annotation",
             ShapeSource::ModelConfig => "model-config",
+            ShapeSource::KinetoBytes => "kineto-bytes",
         }
     }
 }
@@ -80,6 +82,9 @@ struct RowSums {
     annotation_ns: i128,
     /// Shaped time whose shapes came from the model config.
     config_ns: i128,
+    /// A memcpy/memset row: bytes from Kineto's `bytes` arg, outside the SOL line
+    /// (host copies run over the host link, not HBM, and the SOL is over kernels).
+    copy: bool,
 }
 
 const CLASSES: [DtypeClass; 6] = [
@@ -219,7 +224,7 @@ fn sum_trace(
         let stage = split.stages.get(i).copied().unwrap_or(Stage::All);
         let acc = stages.entry(stage).or_default();
         acc.total_ns += i128::from(op.dur);
-        if op.kind != GpuKind::Kernel {
+        if op.kind != GpuKind::Kernel && op.bytes.is_none() {
             continue;
         }
         let canonical = canonical_of
@@ -232,6 +237,17 @@ fn sum_trace(
             continue;
         };
         let dur = i128::from(op.dur);
+        if let Some(bytes) = op.bytes.filter(|_| op.kind != GpuKind::Kernel) {
+            // A copy: what it moved is what Kineto counted; no arithmetic.
+            row.copy = true;
+            row.total_ns += dur;
+            row.launches += 1;
+            row.shaped_ns += dur;
+            row.shaped_launches += 1;
+            row.bytes += u128::from(bytes.get());
+            row.class_ns[class_slot(None)] += dur;
+            continue;
+        }
         row.total_ns += dur;
         row.launches += 1;
         if let Some(under) = roof.under_filled(op.grid, op.blocks_per_sm) {
@@ -337,6 +353,8 @@ struct FinishedRow {
     roofline: KernelRoofline,
     /// SOL time of the shaped launches, when the device roof is known.
     sol_s: Option<f64>,
+    /// A memcpy/memset row: its % of peak is shown, but it is not in the SOL line.
+    copy: bool,
     shaped_ns: i128,
 }
 
@@ -370,6 +388,8 @@ fn finish_row(row: &RowSums, roof: &Roof) -> FinishedRow {
     };
     let source = if !shaped {
         None
+    } else if row.copy {
+        Some(ShapeSource::KinetoBytes)
     } else if row.config_ns > row.dims_ns && row.config_ns > row.annotation_ns {
         Some(ShapeSource::ModelConfig)
     } else if row.annotation_ns > row.dims_ns {
@@ -395,6 +415,7 @@ fn finish_row(row: &RowSums, roof: &Roof) -> FinishedRow {
             under_filled_launches: row.under_filled_launches,
         },
         sol_s,
+        copy: row.copy,
         shaped_ns: row.shaped_ns,
     }
 }
@@ -404,6 +425,7 @@ impl StageRoofline {
     fn sol(&self, finished: &[(&String, FinishedRow)], report: &StageReport) -> Option<StageSol> {
         let with_sol: Vec<(&String, f64, i128, f64)> = finished
             .iter()
+            .filter(|(_, f)| !f.copy)
             .filter_map(|(name, f)| {
                 Some((
                     *name,
