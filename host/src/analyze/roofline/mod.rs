@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::catalog::roofline::{OpFormula, RooflineOps};
 use crate::report::model::{KernelRoofline, SolGap, SolLoss, StageReport, StageSol};
-use crate::trace::event::{GpuKind, Sym};
+use crate::trace::event::{GpuKind, Sym, Trace};
 use crate::trace::link::SiteSource;
 use crate::trace::names::canonical_name;
 use crate::trace::stage::Stage;
@@ -110,8 +110,39 @@ pub struct StageRoofline {
     total_ns: i128,
 }
 
-/// The per-launch cost cache of one trace: (CPU op, dims, types, step) -> cost.
-type CostKey = (Sym, Sym, Sym, Option<usize>);
+/// The per-launch cost cache of one trace: (CPU op, dims, types, step, the output
+/// element size its Concrete Inputs record) -> cost.
+type CostKey = (Sym, Sym, Sym, Option<usize>, Option<u64>);
+
+/// The `Concrete Inputs` of the CPU ops whose formula reads one (a GEMM row's
+/// `out_dtype`), by (process, External id): empty, at the cost of a few lookups, for a
+/// trace that runs none of them.
+fn out_dtype_inputs(trace: &Trace, ops: &RooflineOps) -> FxHashMap<(Sym, u64), Sym> {
+    let names: FxHashSet<Sym> = ops
+        .rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.formula,
+                OpFormula::Gemm {
+                    out_dtype: Some(_),
+                    ..
+                }
+            )
+        })
+        .flat_map(|r| r.cpu_ops.iter())
+        .filter_map(|name| trace.strings.lookup(name))
+        .collect();
+    if names.is_empty() {
+        return FxHashMap::default();
+    }
+    trace
+        .cpu_ops
+        .iter()
+        .filter(|op| names.contains(&op.name))
+        .filter_map(|op| Some(((op.pid, op.external_id?), op.concrete_inputs?)))
+        .collect()
+}
 
 /// Sums every stage's roofline facts over the same GPU ops as the kernel table; the
 /// notes say what the model config shaped, or why it could not.
@@ -217,6 +248,7 @@ fn sum_trace(
     let mut cost_of: FxHashMap<CostKey, Option<LaunchCost>> = FxHashMap::default();
     // CPU op launches (process, External id) whose cost a kernel already carries.
     let mut charged: FxHashSet<(Sym, u64)> = FxHashSet::default();
+    let concrete_of = out_dtype_inputs(trace, ops);
     for (i, op) in trace.gpu_ops.iter().enumerate() {
         if op.pid != gpu_pid {
             continue;
@@ -277,17 +309,28 @@ fn sum_trace(
         };
         let formula = &ops.rows[row_index].formula;
         // An eager op's later kernels: its cost went to its first.
-        if site.source == SiteSource::Eager {
-            let external = site
-                .runtime
-                .and_then(|r| trace.runtime.get(r as usize))
-                .and_then(|call| Some((call.pid, call.external_id?)));
-            if let Some(key) = external {
-                if !charged.insert(key) {
-                    continue;
-                }
+        let external = (site.source == SiteSource::Eager)
+            .then(|| {
+                site.runtime
+                    .and_then(|r| trace.runtime.get(r as usize))
+                    .and_then(|call| Some((call.pid, call.external_id?)))
+            })
+            .flatten();
+        if let Some(key) = external {
+            if !charged.insert(key) {
+                continue;
             }
         }
+        // The output dtype the op's Concrete Inputs record, where its row reads one.
+        let out_bytes = match formula {
+            OpFormula::Gemm {
+                out_dtype: Some(at),
+                ..
+            } => external
+                .and_then(|key| concrete_of.get(&key))
+                .and_then(|&c| shapes::out_dtype_bytes(trace.name(c), *at)),
+            _ => None,
+        };
         let is_attention = matches!(formula, OpFormula::Attention { .. });
         let step = if is_attention {
             site.launch_ts.and_then(|ts| step_index.position_at(ts))
@@ -295,7 +338,7 @@ fn sum_trace(
             None
         };
         let launch = *cost_of
-            .entry((cpu_op, dims, types, step))
+            .entry((cpu_op, dims, types, step, out_bytes))
             .or_insert_with(|| {
                 let args = args_of
                     .entry((dims, types))
@@ -303,6 +346,7 @@ fn sum_trace(
                 let ctx = Context {
                     step: step.and_then(|s| step_index.get(s)),
                     ranks,
+                    out_bytes,
                 };
                 args.as_deref()
                     .and_then(|args| shapes::cost(formula, args, &ctx))
