@@ -70,6 +70,9 @@ pub(crate) struct TriageRequest {
     pub capture_inputs: Vec<PathBuf>,
     /// `--device NAME` / `--device-spec FILE`, else the trace's device from the table.
     pub device: DeviceChoice,
+    /// `--model-config FILE`: the model's config.json for the roofline's model-config
+    /// shapes, instead of one found beside the traces (`trace::model_config`).
+    pub model_config: Option<PathBuf>,
 }
 
 /// Files smaller than this read too fast for a progress bar to help.
@@ -186,6 +189,9 @@ pub(crate) fn run_observed(
     } = Catalog::load(request.catalog.as_deref(), plugin_set)?;
     // A bad --device or --device-spec fails before the (long) read.
     let chosen = chosen_device(&request.device, &device_table)?;
+    // So does a --model-config that cannot be read.
+    let explicit_model =
+        crate::trace::model_config::model_shape(request.model_config.as_deref(), &[])?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
     sets.extend(mapping_set.as_mut());
@@ -291,6 +297,14 @@ pub(crate) fn run_observed(
     // Layers and roles: the timeline's steps, the catalog's roles, the model's layer count.
     let (expected_layers, config_note) =
         layer_count_of_run(request, &traces_set, server_args_found);
+    // --model-config's layer count when the run has none of its own.
+    let expected_layers = expected_layers.or_else(|| {
+        let shape = explicit_model.as_ref()?;
+        Some(crate::trace::model_config::LayerCount {
+            count: shape.layers?,
+            source: shape.source.clone(),
+        })
+    });
     let layers = stage_layers(
         &staged,
         &LayerInputs {
@@ -301,6 +315,19 @@ pub(crate) fn run_observed(
         },
     );
     let mut stages = attach_layers(stages, layers);
+    // The model's dimensions for the roofline's launches without Input Dims (issue 18).
+    let model_shape = match explicit_model {
+        Some(shape) => Some(shape),
+        None => crate::trace::model_config::model_shape(
+            None,
+            &config_dirs(request, &traces_set, server_args_found),
+        )?,
+    };
+    let model_inputs = roofline::ModelInputs {
+        shape: model_shape.as_ref(),
+        tp: crate::trace::model_config::tp_size(server_args),
+        families: &families,
+    };
     // The formal traces' GPU (what their kernel times ran on) and its row of the device
     // table, or the row --device / --device-spec chose: the report names it and the
     // roofline divides by it.
@@ -308,7 +335,8 @@ pub(crate) fn run_observed(
     let device_row = match_trace_device(device, &device_table, chosen);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
     let roof = roofline::roof_of(device, device_row.as_ref());
-    let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof);
+    let (rooflines, roofline_notes) =
+        roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs);
     stages = roofline::attach(stages, rooflines, &roof);
     let inputs = input_infos(&traces_set, &traces);
     if inputs.iter().all(|i| i.graph_capture.is_some()) {
@@ -328,6 +356,7 @@ pub(crate) fn run_observed(
     notes.extend(capture_notes);
     notes.extend(replay_notes);
     notes.extend(config_note);
+    notes.extend(roofline_notes);
     let all_linked = formal
         .linked
         .iter()
@@ -450,6 +479,19 @@ fn layer_count_of_run(
     Option<crate::trace::model_config::LayerCount>,
     Option<String>,
 ) {
+    crate::trace::model_config::layer_count(
+        server_args.map(|a| (a.path.as_path(), &a.values)),
+        &config_dirs(request, set, server_args),
+    )
+}
+
+/// Where a model's `config.json` may lie: beside `server_args.json`, in the input
+/// directory, beside the input file.
+fn config_dirs(
+    request: &TriageRequest,
+    set: &TraceSet,
+    server_args: Option<&crate::trace::discover::ServerArgs>,
+) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(parent) = server_args.and_then(|a| a.path.parent()) {
         dirs.push(parent.to_path_buf());
@@ -459,10 +501,7 @@ fn layer_count_of_run(
     } else if let Some(parent) = request.input.parent() {
         dirs.push(parent.to_path_buf());
     }
-    crate::trace::model_config::layer_count(
-        server_args.map(|a| (a.path.as_path(), &a.values)),
-        &dirs,
-    )
+    dirs
 }
 
 /// The diffusion-backend gate over `--run-log` and the logs beside the traces; the notes

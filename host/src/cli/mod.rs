@@ -353,6 +353,13 @@ pub struct TriageArgs {
     #[arg(long, value_name = "FILE")]
     pub device_spec: Option<PathBuf>,
 
+    /// The model's Hugging Face config.json, for the roofline's shapes of launches
+    /// without Input Dims (graph replays): decode GEMMs and attention from its
+    /// dimensions, the TP size and the step's tokens (default: a config.json beside
+    /// server_args.json or the traces; exit 3 when FILE cannot be read or parsed).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+
     /// The predecessor's spelling of leaving --merge-profiles off (the default).
     #[arg(long, hide = true, overrides_with = "merge_profiles")]
     pub no_merge_profiles: bool,

@@ -46,6 +46,7 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         progress: !args.quiet && std::io::stderr().is_terminal(),
         run_logs: args.run_log.clone(),
         pid_substring: args.pid_substring.clone().filter(|p| !p.is_empty()),
+        model_config: args.model_config.clone(),
         capture_inputs: args.capture_input.clone(),
         device: device_choice(args),
     };

@@ -615,7 +615,9 @@ pub struct KernelRoofline {
     pub bound: String,
     /// Where the shapes came from: `input-dims` (the launching op's `Input Dims`),
     /// `step-annotation` (attention: its `Input Dims` heads with the step annotation's
-    /// sq/sk sums); `None` without a shape.
+    /// sq/sk sums), `model-config` (no `Input Dims`: the model's `config.json`
+    /// dimensions, the TP size and the step's tokens), `kineto-bytes` (a memcpy/memset
+    /// row: the `bytes` of its Kineto args, no FLOPs); `None` without a shape.
     pub shape_source: Option<String>,
     /// The dtype class the compute peak is taken for (`bf16`, `fp8`, ...).
     pub dtype: Option<String>,
@@ -656,7 +658,8 @@ pub struct SolGap {
     /// Time a communication kernel ran and no compute kernel did, summed over the
     /// stage's steps (`timeline.steps[].exposed_comm_us`).
     pub exposed_comm_us: f64,
-    /// GPU time of launches without a known shape, which the SOL does not cover.
+    /// GPU time of launches without a known shape, and of memcpy/memset (outside the
+    /// SOL line, which is over kernels): what the SOL does not cover.
     pub unshaped_us: f64,
 }
 

@@ -29,7 +29,7 @@
 //! launches memcpys); CPU ops; Python frames; user and GPU-user annotations; the
 //! `process_name` / `thread_name` metadata. Everything else is counted and dropped.
 //! Optional facts ride along: a GPU op's and a launch call's `grid`/`block`, a GPU op's
-//! `blocks per SM`, a launch call's `kernel`, a CPU op's `Input Dims`/`Input type`/
+//! `blocks per SM`, a memcpy's or memset's `bytes`, a launch call's `kernel`, a CPU op's `Input Dims`/`Input type`/
 //! `Concrete Inputs` (compact JSON text, interned), `deviceProperties[]`. Both tiers hand
 //! them over as JSON text and `optional.rs` types them; a value of the wrong type is
 //! absent, and one past the size limit is left out (counted in

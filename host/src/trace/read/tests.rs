@@ -883,6 +883,54 @@ fn launch_geometry_and_blocks_per_sm_read_alike_in_both_tiers_and_bad_values_are
 }
 
 #[test]
+fn copy_bytes_read_alike_in_both_tiers_for_copies_only_and_bad_values_are_none() {
+    let op = |cat: &str, name: &str, ts: u32, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 1, "args": {{"stream": 7, {args}}}}}"#
+        )
+    };
+    let events = [
+        op(
+            "gpu_memcpy",
+            "copy",
+            1,
+            r#""bytes": 2048, "memory bandwidth (GB/s)": 1.28"#,
+        ),
+        op("gpu_memset", "set", 2, r#""bytes": 18446744073709551615"#),
+        op("gpu_memcpy", "zero", 3, r#""bytes": 0"#),
+        op("gpu_memcpy", "float", 4, r#""bytes": 1.5"#),
+        op("gpu_memcpy", "string", 5, r#""bytes": "64""#),
+        op("gpu_memcpy", "past", 6, r#""bytes": 18446744073709551616"#),
+        op("gpu_memcpy", "negative", 7, r#""bytes": -8"#),
+        // A kernel's `bytes` is not a copy's count.
+        op("kernel", "kernel", 8, r#""bytes": 64"#),
+        op("gpu_memcpy", r#"esc\"aped"#, 9, r#""bytes": 4"#),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_events_in_chunks(&events, &[CHUNK, 7, 1]);
+    assert_eq!(t.skipped.total(), 0);
+    let got: Vec<_> = t
+        .gpu_ops
+        .iter()
+        .map(|op| (t.name(op.name), op.bytes.map(std::num::NonZeroU64::get)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("copy", Some(2048)),
+            ("set", Some(u64::MAX)),
+            ("zero", None),
+            ("float", None),
+            ("string", None),
+            ("past", None),
+            ("negative", None),
+            ("kernel", None),
+            ("esc\"aped", Some(4)),
+        ]
+    );
+}
+
+#[test]
 fn launch_calls_keep_their_kernel_name_and_geometry() {
     let launch = |correlation: u32, args: &str| {
         format!(
