@@ -154,6 +154,9 @@ pub struct DiffArgs {
     /// The GPU the roofline divides by, from a one-row device TOML file.
     #[arg(long, value_name = "FILE")]
     pub device_spec: Option<PathBuf>,
+    /// The model's config.json for the roofline's shapes (both sides), as for a triage.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
     /// A row whose per-step time changed by at most PCT percent of its base is `same`.
     #[arg(long, value_name = "PCT", default_value_t = 1.0)]
     pub noise: f64,
