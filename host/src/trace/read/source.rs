@@ -1,7 +1,7 @@
 //! Opening a trace file: only plain files are read (a named pipe would block forever),
 //! gzip is detected by its magic bytes, not its name, and the file bytes consumed are
-//! counted for progress. A gzip stream is inflated and UTF-8-decoded on a thread of its
-//! own (`TextBlocks`), so inflating overlaps parsing.
+//! counted for progress. The file is read (a gzip stream inflated) and UTF-8-decoded on
+//! a thread of its own (`TextBlocks`), so reading and inflating overlap parsing.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -106,11 +106,12 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
-/// Runs a reader (the gzip decoder) on its own thread and hands over its bytes already
-/// decoded to text, so inflating and UTF-8 checking overlap parsing and the parser
-/// copies each byte once. Blocks go back to the thread for reuse (no allocation or
-/// zeroing per block). The thread ends when the input does, on an error, or when this
-/// side is dropped.
+/// Runs a reader (the gzip decoder, or the file itself) on its own thread and hands
+/// over its bytes already decoded to text, so reading, inflating and UTF-8 checking
+/// overlap parsing. Each block is read straight into the buffer that becomes its text
+/// (checked in place, never copied unless it holds invalid UTF-8), and blocks go back
+/// to the thread for reuse (no allocation or zeroing per block). The thread ends when
+/// the input does, on an error, or when this side is dropped.
 pub(super) struct TextBlocks {
     pub(super) blocks: Receiver<io::Result<String>>,
     pub(super) spare: SyncSender<String>,
@@ -120,21 +121,35 @@ pub(super) struct TextBlocks {
 const BLOCKS_IN_FLIGHT: usize = 4;
 
 impl TextBlocks {
-    pub(super) fn spawn(mut inner: Box<dyn Read + Send>, block: usize) -> Self {
+    /// `copied` counts the text bytes copied on the way (see `ByteStream::copied`).
+    pub(super) fn spawn(
+        mut inner: Box<dyn Read + Send>,
+        block: usize,
+        copied: Arc<AtomicU64>,
+    ) -> Self {
         let (tx, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
         let (spare, spares) = sync_channel::<String>(BLOCKS_IN_FLIGHT + 2);
         std::thread::spawn(move || {
-            // `raw[..kept]` is an incomplete UTF-8 sequence left from the last block.
-            let mut raw = vec![0u8; block + 4];
-            let mut kept = 0;
+            // An incomplete UTF-8 sequence left from the last block: at most 3 bytes.
+            let mut carry: Vec<u8> = Vec::with_capacity(4);
             loop {
-                let mut filled = kept;
+                let mut buf = spares
+                    .try_recv()
+                    .map(String::into_bytes)
+                    .unwrap_or_default();
+                let want = carry.len() + block;
+                // Only a buffer shorter than the block is zeroed, and only its growth.
+                if buf.len() < want {
+                    buf.resize(want, 0);
+                }
+                buf[..carry.len()].copy_from_slice(&carry);
+                let mut filled = carry.len();
                 let outcome = loop {
-                    match inner.read(&mut raw[filled..]) {
+                    match inner.read(&mut buf[filled..want]) {
                         Ok(0) => break Ok(true),
                         Ok(n) => {
                             filled += n;
-                            if filled == raw.len() {
+                            if filled == want {
                                 break Ok(false);
                             }
                         }
@@ -142,12 +157,9 @@ impl TextBlocks {
                         Err(e) => break Err(e),
                     }
                 };
+                buf.truncate(filled);
                 let at_end = matches!(outcome, Ok(true));
-                let mut text = spares.try_recv().unwrap_or_default();
-                text.clear();
-                let decoded = decode_utf8(&mut text, &raw[..filled], at_end);
-                raw.copy_within(decoded..filled, 0);
-                kept = filled - decoded;
+                let text = block_text(buf, at_end, &mut carry, &copied);
                 if !text.is_empty() && tx.send(Ok(text)).is_err() {
                     return;
                 }
@@ -163,4 +175,31 @@ impl TextBlocks {
         });
         TextBlocks { blocks, spare }
     }
+}
+
+/// The bytes of one block as text, checked in place: an incomplete character at the
+/// end (unless `at_end`) moves to `carry` for the next block; only a block with
+/// invalid bytes is copied, with each invalid sequence replaced by U+FFFD.
+fn block_text(buf: Vec<u8>, at_end: bool, carry: &mut Vec<u8>, copied: &AtomicU64) -> String {
+    carry.clear();
+    let err = match String::from_utf8(buf) {
+        Ok(text) => return text,
+        Err(err) => err,
+    };
+    let utf8 = err.utf8_error();
+    let mut bytes = err.into_bytes();
+    if utf8.error_len().is_none() && !at_end {
+        // Valid up to a character cut by the block's end.
+        carry.extend_from_slice(&bytes[utf8.valid_up_to()..]);
+        bytes.truncate(utf8.valid_up_to());
+        match String::from_utf8(bytes) {
+            Ok(text) => return text,
+            Err(err) => bytes = err.into_bytes(),
+        }
+    }
+    let mut text = String::with_capacity(bytes.len() + 3);
+    let decoded = decode_utf8(&mut text, &bytes, at_end);
+    copied.fetch_add(decoded as u64, Ordering::Relaxed);
+    carry.extend_from_slice(&bytes[decoded..]);
+    text
 }

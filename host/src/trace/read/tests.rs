@@ -1292,3 +1292,68 @@ fn shared_traces_new_fields_match_a_recount_from_the_raw_events() {
     assert!(!mm.is_empty());
     assert!(mm.iter().all(|op| op.input_dims.is_some()));
 }
+
+// ---------------------------------------------------------------------------------------
+// How text reaches the parser (issue 22): blocks are parsed where the reading thread
+// put them, not copied onto a rolling buffer.
+
+/// A trace of `events` events of the common shapes: kernels with multi-byte names (so
+/// blocks end inside characters) and CPU ops with shapes, every 97th one with a 12 KiB
+/// name (longer than the stitch's first part, so it grows).
+fn bulk_trace(events: usize) -> String {
+    let mut text = String::from(r#"{"traceEvents": ["#);
+    for i in 0..events {
+        if i > 0 {
+            text.push_str(",\n  ");
+        }
+        let event = if i % 2 == 0 {
+            format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "gemm_é_{i}", "pid": 0, "tid": 7, "ts": {}.5, "dur": 2.25, "args": {{"stream": 7, "correlation": {i}, "grid": [1, 2, 3]}}}}"#,
+                1000 + i * 10
+            )
+        } else if i % 97 == 1 {
+            let long = "ü".repeat(6 << 10);
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "{long}", "pid": 0, "tid": 1, "ts": {}, "dur": 3}}"#,
+                1000 + i * 10
+            )
+        } else {
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 0, "tid": 1, "ts": {}, "dur": 3, "args": {{"External id": {i}, "Input Dims": [[128, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}}"#,
+                1000 + i * 10
+            )
+        };
+        text.push_str(&event);
+    }
+    text.push_str("]}");
+    text
+}
+
+#[test]
+fn text_reaches_the_parser_without_being_copied_between_buffers() {
+    let text = bulk_trace(16_000);
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("t.json");
+    std::fs::write(&plain, &text).unwrap();
+    let gzip = dir.path().join("t.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).unwrap();
+    std::fs::write(&gzip, enc.finish().unwrap()).unwrap();
+    let block = 256 << 10;
+    for path in [&plain, &gzip] {
+        let (fast, copied) = read_trace_counted(path, &mut |_| {}, block, EventParser::Fast);
+        let fast = fast.unwrap();
+        let reference = read_trace_with(path, &mut |_| {}, CHUNK, EventParser::Reference);
+        assert!(fast == reference.unwrap(), "{}", path.display());
+        assert_eq!(fast.event_count, 16_000);
+        assert_eq!(fast.gpu_ops.len(), 8_000);
+        assert_eq!(fast.json_bytes, text.len() as u64);
+        // At most a twentieth of the text is copied (the stitches at block ends).
+        assert!(
+            copied * 20 < text.len() as u64,
+            "{}: {copied} of {} bytes copied",
+            path.display(),
+            text.len()
+        );
+    }
+}
