@@ -52,6 +52,7 @@
 //! `deviceProperties`; `large.rs` reads an event too large to hold; `surrogate.rs`
 //! repairs lone UTF-16 surrogate escapes serde refuses. This file holds the entry points.
 
+mod ahead;
 mod build;
 mod devices;
 mod document;
@@ -118,30 +119,45 @@ fn read_trace_with(
     read_trace_counted(path, progress, chunk, parser).0
 }
 
-/// [`read_trace_with`], and how many text bytes the read copied between buffers (tests
-/// hold that to a small share of the document).
+/// How a read went, for tests of its speed-ups.
+#[derive(Default)]
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "read by the reader's tests only")
+)]
+struct ReadCounts {
+    /// Text bytes copied between buffers (`ByteStream::copied`).
+    copied: u64,
+    /// Events the parser took from the scan-ahead thread (`ahead.rs`).
+    scanned_ahead: u64,
+}
+
+/// [`read_trace_with`], and its [`ReadCounts`].
 fn read_trace_counted(
     path: &Path,
     progress: &mut dyn FnMut(u64),
     chunk: usize,
     parser: EventParser,
-) -> (Result<Trace, TriageError>, u64) {
+) -> (Result<Trace, TriageError>, ReadCounts) {
     let source = match open_source(path) {
         Ok(source) => source,
-        Err(e) => return (Err(e), 0),
+        Err(e) => return (Err(e), ReadCounts::default()),
     };
-    let mut stream = ByteStream::new(source, progress, chunk);
+    let mut stream = ByteStream::new(source, progress, chunk, parser == EventParser::Fast);
     let mut sink = TraceSink::new(path, parser);
     let outcome = read_document(&mut stream, &mut sink);
     let json_bytes = stream.end_offset();
     let compressed = stream.consumed.load(Ordering::Relaxed);
     (stream.progress)(compressed);
     let outcome = outcome.map_err(|fail| TriageError::input(path, fail.message(&stream)));
-    let copied = stream.copied.load(Ordering::Relaxed);
+    let counts = ReadCounts {
+        copied: stream.copied.load(Ordering::Relaxed),
+        scanned_ahead: stream.scanned_ahead,
+    };
     drop(stream);
     (
         outcome.and_then(|()| finish_trace(path, sink, json_bytes)),
-        copied,
+        counts,
     )
 }
 

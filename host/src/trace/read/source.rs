@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
+use super::ahead::{scan_block, Scanned};
 use super::stream::decode_utf8;
 use crate::error::TriageError;
 
@@ -110,11 +111,19 @@ impl<R: Read> Read for CountingReader<R> {
 /// over its bytes already decoded to text, so reading, inflating and UTF-8 checking
 /// overlap parsing. Each block is read straight into the buffer that becomes its text
 /// (checked in place, never copied unless it holds invalid UTF-8), and blocks go back
-/// to the thread for reuse (no allocation or zeroing per block). The thread ends when
-/// the input does, on an error, or when this side is dropped.
+/// to the thread for reuse (no allocation or zeroing per block). With `scan_ahead`, a
+/// second thread scans each block's events on the way (`ahead.rs`). The threads end
+/// when the input does, on an error, or when this side is dropped.
 pub(super) struct TextBlocks {
-    pub(super) blocks: Receiver<io::Result<String>>,
+    pub(super) blocks: Receiver<io::Result<Block>>,
     pub(super) spare: SyncSender<String>,
+    pub(super) spare_scanned: SyncSender<Vec<Scanned>>,
+}
+
+/// One block of the document's text and, when scanned ahead, the events found in it.
+pub(super) struct Block {
+    pub(super) text: String,
+    pub(super) scanned: Vec<Scanned>,
 }
 
 /// How many decoded blocks may wait.
@@ -123,57 +132,97 @@ const BLOCKS_IN_FLIGHT: usize = 4;
 impl TextBlocks {
     /// `copied` counts the text bytes copied on the way (see `ByteStream::copied`).
     pub(super) fn spawn(
-        mut inner: Box<dyn Read + Send>,
+        inner: Box<dyn Read + Send>,
         block: usize,
         copied: Arc<AtomicU64>,
+        scan_ahead: bool,
     ) -> Self {
         let (tx, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
         let (spare, spares) = sync_channel::<String>(BLOCKS_IN_FLIGHT + 2);
-        std::thread::spawn(move || {
-            // An incomplete UTF-8 sequence left from the last block: at most 3 bytes.
-            let mut carry: Vec<u8> = Vec::with_capacity(4);
-            loop {
-                let mut buf = spares
-                    .try_recv()
-                    .map(String::into_bytes)
-                    .unwrap_or_default();
-                let want = carry.len() + block;
-                // Only a buffer shorter than the block is zeroed, and only its growth.
-                if buf.len() < want {
-                    buf.resize(want, 0);
-                }
-                buf[..carry.len()].copy_from_slice(&carry);
-                let mut filled = carry.len();
-                let outcome = loop {
-                    match inner.read(&mut buf[filled..want]) {
-                        Ok(0) => break Ok(true),
-                        Ok(n) => {
-                            filled += n;
-                            if filled == want {
-                                break Ok(false);
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => break Err(e),
-                    }
-                };
-                buf.truncate(filled);
-                let at_end = matches!(outcome, Ok(true));
-                let text = block_text(buf, at_end, &mut carry, &copied);
-                if !text.is_empty() && tx.send(Ok(text)).is_err() {
-                    return;
-                }
-                match outcome {
-                    Ok(false) => {}
-                    Ok(true) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
+        let (spare_scanned, spare_scans) = sync_channel::<Vec<Scanned>>(BLOCKS_IN_FLIGHT + 2);
+        if scan_ahead {
+            let (text_tx, texts) = sync_channel::<io::Result<Block>>(BLOCKS_IN_FLIGHT);
+            std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &text_tx));
+            std::thread::spawn(move || {
+                let mut received = 0u64;
+                for message in texts {
+                    let message = message.map(|mut b| {
+                        let mut scanned = spare_scans.try_recv().unwrap_or_default();
+                        scanned.clear();
+                        scan_block(&b.text, received, &mut scanned);
+                        received += b.text.len() as u64;
+                        b.scanned = scanned;
+                        b
+                    });
+                    if tx.send(message).is_err() {
                         return;
                     }
                 }
+            });
+        } else {
+            std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &tx));
+        }
+        TextBlocks {
+            blocks,
+            spare,
+            spare_scanned,
+        }
+    }
+}
+
+/// The reading thread: blocks of `block` bytes from `inner`, decoded, sent on `tx`.
+fn read_blocks(
+    mut inner: Box<dyn Read + Send>,
+    block: usize,
+    copied: &AtomicU64,
+    spares: &Receiver<String>,
+    tx: &SyncSender<io::Result<Block>>,
+) {
+    // An incomplete UTF-8 sequence left from the last block: at most 3 bytes.
+    let mut carry: Vec<u8> = Vec::with_capacity(4);
+    loop {
+        let mut buf = spares
+            .try_recv()
+            .map(String::into_bytes)
+            .unwrap_or_default();
+        let want = carry.len() + block;
+        // Only a buffer shorter than the block is zeroed, and only its growth.
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        buf[..carry.len()].copy_from_slice(&carry);
+        let mut filled = carry.len();
+        let outcome = loop {
+            match inner.read(&mut buf[filled..want]) {
+                Ok(0) => break Ok(true),
+                Ok(n) => {
+                    filled += n;
+                    if filled == want {
+                        break Ok(false);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
             }
-        });
-        TextBlocks { blocks, spare }
+        };
+        buf.truncate(filled);
+        let at_end = matches!(outcome, Ok(true));
+        let text = block_text(buf, at_end, &mut carry, copied);
+        let block_of = Block {
+            text,
+            scanned: Vec::new(),
+        };
+        if !block_of.text.is_empty() && tx.send(Ok(block_of)).is_err() {
+            return;
+        }
+        match outcome {
+            Ok(false) => {}
+            Ok(true) => return,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        }
     }
 }
 

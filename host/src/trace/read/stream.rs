@@ -8,11 +8,14 @@
 //! `Fail` is every way a read can end early, turned into one line naming the byte offset
 //! (which is why it sits with the stream: the message needs the stream's offsets).
 
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::source::{Source, TextBlocks};
+use super::ahead::Scanned;
+use super::raw::RawEvent;
+use super::source::{Block, Source, TextBlocks};
 
 /// Bytes read per refill.
 pub(super) const CHUNK: usize = 2 << 20;
@@ -48,6 +51,10 @@ pub(super) struct ByteStream<'p> {
     pending: Option<Pending>,
     /// Document offset just past the last block received.
     received: u64,
+    /// The events scanned ahead in the blocks received, in document order.
+    ahead: VecDeque<AheadBlock>,
+    /// How many events the parser took from them (tests check most come that way).
+    pub(super) scanned_ahead: u64,
     pub(super) pos: usize,
     base: u64,
     eof: bool,
@@ -60,6 +67,12 @@ pub(super) struct ByteStream<'p> {
     pub(super) progress: &'p mut dyn FnMut(u64),
 }
 
+/// One block's events scanned ahead, and how many of them are behind the parser.
+struct AheadBlock {
+    scanned: Vec<Scanned>,
+    next: usize,
+}
+
 /// A block the stitch buffer holds the first `from` bytes of.
 struct Pending {
     block: String,
@@ -69,9 +82,21 @@ struct Pending {
 }
 
 impl<'p> ByteStream<'p> {
-    pub(super) fn new(source: Source, progress: &'p mut dyn FnMut(u64), chunk: usize) -> Self {
+    /// With `scan_ahead`, each block's events are scanned on another thread on the way
+    /// (`ahead.rs`), and [`ByteStream::scanned_event`] hands them out.
+    pub(super) fn new(
+        source: Source,
+        progress: &'p mut dyn FnMut(u64),
+        chunk: usize,
+        scan_ahead: bool,
+    ) -> Self {
         let copied = Arc::new(AtomicU64::new(0));
-        let src = TextBlocks::spawn(source.bytes, chunk.min(BLOCK), Arc::clone(&copied));
+        let src = TextBlocks::spawn(
+            source.bytes,
+            chunk.min(BLOCK),
+            Arc::clone(&copied),
+            scan_ahead,
+        );
         ByteStream {
             src,
             text: String::new(),
@@ -79,6 +104,8 @@ impl<'p> ByteStream<'p> {
             stitch: String::new(),
             pending: None,
             received: 0,
+            ahead: VecDeque::new(),
+            scanned_ahead: 0,
             pos: 0,
             base: 0,
             eof: false,
@@ -168,7 +195,14 @@ impl<'p> ByteStream<'p> {
             return Ok(false);
         }
         let block = match self.src.blocks.recv() {
-            Ok(Ok(block)) => block,
+            Ok(Ok(Block { text, scanned })) => {
+                if scanned.is_empty() {
+                    let _ = self.src.spare_scanned.try_send(scanned);
+                } else {
+                    self.ahead.push_back(AheadBlock { scanned, next: 0 });
+                }
+                text
+            }
             Ok(Err(e)) => {
                 self.eof = true;
                 return Err(self.read_failure(e));
@@ -208,6 +242,42 @@ impl<'p> ByteStream<'p> {
             self.recycle(block);
         }
         Ok(true)
+    }
+
+    /// The event scanned ahead that starts at the unread text (the parser's walk is at
+    /// an element's start) and lies in the window, with its length; results behind
+    /// the parser are dropped on the way.
+    pub(super) fn scanned_event(&mut self) -> Option<(RawEvent<'_>, usize)> {
+        let offset = self.offset();
+        loop {
+            let front = self.ahead.front_mut()?;
+            while front
+                .scanned
+                .get(front.next)
+                .is_some_and(|s| s.start < offset)
+            {
+                front.next += 1;
+            }
+            if front.next < front.scanned.len() {
+                break;
+            }
+            if let Some(done) = self.ahead.pop_front() {
+                let _ = self.src.spare_scanned.try_send(done.scanned);
+            }
+        }
+        let end = self.end_offset();
+        let front = self.ahead.front_mut()?;
+        let index = front.next;
+        let found = front.scanned.get(index)?;
+        if found.start != offset || found.start + found.len as u64 > end {
+            return None;
+        }
+        front.next += 1;
+        let found = self.ahead.front()?.scanned.get(index)?;
+        let element = self.text.get(self.pos..self.pos + found.len)?;
+        let event = found.event.event(element)?;
+        self.scanned_ahead += 1;
+        Some((event, found.len))
     }
 
     /// Makes the window the stitch buffer holding only the text from `cut` on.
