@@ -137,11 +137,18 @@ impl TextBlocks {
         copied: Arc<AtomicU64>,
         scan_ahead: bool,
     ) -> Self {
-        let (tx, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
+        // With a scan-ahead thread, half the blocks wait on each side of it: as many
+        // blocks of text in flight as without, and few blocks' scan results.
+        let waiting = if scan_ahead {
+            BLOCKS_IN_FLIGHT / 2
+        } else {
+            BLOCKS_IN_FLIGHT
+        };
+        let (tx, blocks) = sync_channel(waiting);
         let (spare, spares) = sync_channel::<String>(BLOCKS_IN_FLIGHT + 2);
-        let (spare_scanned, spare_scans) = sync_channel::<Vec<Scanned>>(BLOCKS_IN_FLIGHT + 2);
+        let (spare_scanned, spare_scans) = sync_channel::<Vec<Scanned>>(waiting + 1);
         if scan_ahead {
-            let (text_tx, texts) = sync_channel::<io::Result<Block>>(BLOCKS_IN_FLIGHT);
+            let (text_tx, texts) = sync_channel::<io::Result<Block>>(waiting);
             std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &text_tx));
             std::thread::spawn(move || {
                 let mut received = 0u64;

@@ -1430,3 +1430,23 @@ fn guesses_of_element_starts_inside_strings_and_args_never_change_the_trace() {
     }
     assert!(used > 0, "the scan-ahead results were used");
 }
+
+#[test]
+fn shared_traces_read_alike_when_block_ends_land_everywhere() {
+    // Odd-sized blocks of about 10 KB: hundreds of events per trace are cut by a block
+    // end, and the scan-ahead thread starts guessing at arbitrary offsets.
+    for want in &EXPECTED {
+        let path = shared(want.file);
+        let reference = read_trace_with(&path, &mut |_| {}, CHUNK, EventParser::Reference)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (fast, counts) = read_trace_counted(&path, &mut |_| {}, 10_007, EventParser::Fast);
+        assert!(fast.unwrap() == reference, "{}", want.file);
+        assert!(
+            counts.scanned_ahead * 2 > reference.event_count,
+            "{}: {} of {} events scanned ahead",
+            want.file,
+            counts.scanned_ahead,
+            reference.event_count
+        );
+    }
+}
