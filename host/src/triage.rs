@@ -27,6 +27,7 @@ use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
 use crate::report::{FrameworkInfo, GraphCaptureInfo, InputInfo, Report, SCHEMA_VERSION};
 use crate::trace::discover::capture_files::capture_files_of;
+use crate::trace::discover::rank_files::discover_rank_files;
 use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::{Trace, FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES};
 use crate::trace::evidence::evidence;
@@ -70,6 +71,10 @@ pub(crate) struct TriageRequest {
     pub capture_inputs: Vec<PathBuf>,
     /// `--device NAME` / `--device-spec FILE`, else the trace's device from the table.
     pub device: DeviceChoice,
+    /// `--all-ranks` with several `--input` files: every one of them (`input` is the
+    /// first), each one rank's trace (`ranks::inputs`). For one rank's own triage: that
+    /// rank's files, read instead of discovering `input`.
+    pub rank_inputs: Vec<PathBuf>,
 }
 
 /// Files smaller than this read too fast for a progress bar to help.
@@ -172,7 +177,10 @@ pub(crate) fn run_observed(
     depth: Depth,
     observe: &mut dyn FnMut(&Observed<'_>),
 ) -> Result<Report> {
-    let mut traces_set = discover(&request.input, request.rank)?;
+    let mut traces_set = match (request.rank, request.rank_inputs.as_slice()) {
+        (Some(rank), files) if !files.is_empty() => discover_rank_files(files, rank)?,
+        _ => discover(&request.input, request.rank)?,
+    };
     let mut mapping_set = match &request.mapping_input {
         Some(path) => Some(discover(path, request.rank)?),
         None => None,

@@ -18,7 +18,9 @@
 
 mod align;
 mod digest;
+mod inputs;
 mod split;
+mod steps;
 mod stragglers;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,10 +30,11 @@ use crate::catalog::{load_collectives, CollectiveRules};
 use crate::error::{Result, TriageError};
 use crate::plugins::PluginSet;
 use crate::report::Report;
-use crate::trace::discover::{discover_ranks, OTHER_RANKS_HINT};
+use crate::trace::discover::OTHER_RANKS_HINT;
 use crate::triage::{load_plugins, run_observed, Depth, TriageRequest};
 
 use digest::RankDigest;
+use inputs::RankInput;
 
 /// One rank's outcome: its own report and its digest; `None` until its worker is done.
 type RankSlot = Option<Result<(Report, RankDigest)>>;
@@ -43,23 +46,19 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
                 .to_string(),
         ));
     }
-    let ranks = discover_ranks(&request.input)?;
-    if ranks.is_empty() {
-        return Err(TriageError::input(
-            &request.input,
-            "--all-ranks needs a profile directory whose trace names carry ranks (-TP-<r>, rank<r>, ...)",
-        ));
-    }
+    let inputs = inputs::rank_inputs(request)?;
+    let ranks: Vec<u32> = inputs.iter().map(|r| r.rank).collect();
     let plugins = load_plugins(&request.plugin_dirs)?;
     let rules = load_collectives(request.catalog.as_deref())?;
-    let (workers, worker_note) = workers_for(request, ranks.len());
-    let mut results = triage_ranks(request, &ranks, workers, &plugins, &rules);
+    keep_large_allocations_mapped();
+    let (workers, worker_note) = workers_for(request, &inputs);
+    let mut results = triage_ranks(request, &inputs, workers, &plugins, &rules);
     let mut notes = vec![worker_note];
     // The reference rank (the first that could be read) gives the report, so it needs
     // the whole triage; only when the first rank failed is one run again in full.
     if let Some(i) = results.iter().position(|r| matches!(r, Some(Ok(_)))) {
         if i > 0 {
-            let full = triage_rank(request, ranks[i], Depth::Report, &plugins, &rules);
+            let full = triage_rank(request, &inputs[i], Depth::Report, &plugins, &rules);
             notes.push(format!(
                 "all ranks: rank {} read a second time for the full report (rank {} could not be triaged)",
                 ranks[i], ranks[0]
@@ -106,7 +105,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
 /// (`Depth::Digest`), each rank's traces dropped once digested.
 fn triage_ranks(
     request: &TriageRequest,
-    ranks: &[u32],
+    ranks: &[RankInput],
     workers: usize,
     plugins: &PluginSet,
     rules: &CollectiveRules,
@@ -117,7 +116,7 @@ fn triage_ranks(
         for _ in 0..workers {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&rank) = ranks.get(i) else { break };
+                let Some(rank) = ranks.get(i) else { break };
                 let depth = if i == 0 { Depth::Report } else { Depth::Digest };
                 let result = triage_rank(request, rank, depth, plugins, rules);
                 if let Ok(mut slots) = results.lock() {
@@ -132,13 +131,16 @@ fn triage_ranks(
 /// One rank's triage at `depth` and its digest.
 fn triage_rank(
     request: &TriageRequest,
-    rank: u32,
+    input: &RankInput,
     depth: Depth,
     plugins: &PluginSet,
     rules: &CollectiveRules,
 ) -> Result<(Report, RankDigest)> {
+    let rank = input.rank;
     let one = TriageRequest {
         rank: Some(rank),
+        input: input.files.first().unwrap_or(&request.input).clone(),
+        rank_inputs: input.files.clone(),
         all_ranks: false,
         progress: false,
         // The digest reads the steps, not the longest gaps.
@@ -160,6 +162,20 @@ fn triage_rank(
     Ok((report?, digest))
 }
 
+/// Large allocations (a rank's record vectors) stay mapped on their own, so freeing
+/// one returns it to the system at once. glibc otherwise raises its mmap threshold each
+/// time such a block is freed (up to 32 MiB): after the first ranks, the next ranks'
+/// vectors grow inside the heap, where every regrowth leaves its old copy behind, and
+/// four 250 MB ranks peaked at 255 MB instead of 131 MB (`scripts/bench.sh --ranks 4`).
+fn keep_large_allocations_mapped() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; setting M_MMAP_THRESHOLD to its
+    // default fixes it there (and turns off its adjustment), affecting no live block.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
 /// Returns the allocator's free pages to the system. glibc keeps a freed rank's heap
 /// (in the arena of the thread that read it) mapped; the next rank, read on another
 /// thread, would then add its own on top.
@@ -174,7 +190,8 @@ fn release_freed_memory() {
 
 /// Fills the report's `ranks`, `collectives` and `stragglers` from the digests.
 fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>) {
-    let (matched, unmatched) = align::match_collectives(digests);
+    let (matched, unmatched, shifted) = align::match_collectives(digests);
+    let reference = digests.first().map_or(0, |d| d.rank);
     let offsets = align::clock_offsets(digests.len(), &matched);
     let splits: Vec<split::Split> = matched.iter().map(|m| split::split(m, &offsets)).collect();
     let rank_ids: Vec<u32> = digests.iter().map(|d| d.rank).collect();
@@ -191,12 +208,22 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
             stage.late_steps += 1;
         }
     }
-    let reference = digests.first().map_or(0, |d| d.rank);
     notes.push(format!(
         "all ranks: {} ranks compared; {} collectives matched on every rank; clock offsets are against rank {reference}; the kernel, overlap, fuse and timeline tables are rank {reference}'s",
         digests.len(),
         matched.len()
     ));
+    for s in &shifted {
+        let by = match s.basis {
+            steps::Basis::Numbers => "their markers' step numbers",
+            steps::Basis::Collectives => "the sequence and end times of their collectives",
+        };
+        let steps = if s.shift.abs() == 1 { "step" } else { "steps" };
+        notes.push(format!(
+            "all ranks: rank {}'s {} steps shifted by {:+} {steps} onto rank {reference}'s (its profiler started on another step; matched by {by})",
+            digests[s.rank].rank, s.stage, s.shift
+        ));
+    }
     if unmatched > 0 {
         notes.push(format!(
             "all ranks: {unmatched} collective kernels ran on some ranks only (another step count, a trace cut at another point) and are not in the wait split"
@@ -227,9 +254,14 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
 /// its CPU time); a plain JSON rank one core. Fewer when the memory available would not
 /// hold that many ranks' records (estimated at half the decompressed JSON, ten times a
 /// gzip file's size); never fewer than one. And the note that says so.
-fn workers_for(request: &TriageRequest, ranks: usize) -> (usize, String) {
+fn workers_for(request: &TriageRequest, inputs: &[RankInput]) -> (usize, String) {
+    let ranks = inputs.len();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (json_bytes, gzip) = rank_bytes(&request.input);
+    let paths: Vec<std::path::PathBuf> = match request.rank_inputs.is_empty() {
+        true => vec![request.input.clone()],
+        false => request.rank_inputs.clone(),
+    };
+    let (json_bytes, gzip) = rank_bytes(&paths);
     let per_rank = json_bytes / ranks.max(1) as u64 / 2;
     let available = available_memory();
     let by_memory = match (available, per_rank) {
@@ -267,26 +299,29 @@ fn ranks_filling(cores: usize, rank_tenths: usize) -> usize {
 /// Cores a rank read from gzip keeps busy, in tenths ([`workers_for`]).
 const GZIP_RANK_CORES_TENTHS: usize = 13;
 
-/// Bytes of JSON the input's trace files hold, roughly (gzip counted as 10x), and
-/// whether most of them come from gzip files.
-fn rank_bytes(input: &std::path::Path) -> (u64, bool) {
+/// Bytes of JSON the input's trace files (the files given, the files in the
+/// directories given) hold, roughly (gzip counted as 10x), and whether most of them come
+/// from gzip files.
+fn rank_bytes(inputs: &[std::path::PathBuf]) -> (u64, bool) {
     let (mut total, mut from_gzip) = (0, 0);
-    let mut pending = vec![input.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+    let mut pending: Vec<(std::path::PathBuf, usize)> =
+        inputs.iter().map(|p| (p.clone(), 0)).collect();
+    while let Some((path, depth)) = pending.pop() {
+        let Ok(meta) = std::fs::metadata(&path) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(meta) = entry.metadata() else { continue };
-            if meta.is_dir() && pending.len() < 64 {
-                pending.push(path);
-            } else if path.to_string_lossy().ends_with(".json.gz") {
-                total += meta.len() * 10;
-                from_gzip += meta.len() * 10;
-            } else if path.to_string_lossy().ends_with(".json") {
-                total += meta.len();
+        if meta.is_dir() {
+            let Ok(entries) = std::fs::read_dir(&path) else {
+                continue;
+            };
+            if depth < 8 {
+                pending.extend(entries.flatten().map(|e| (e.path(), depth + 1)));
             }
+        } else if path.to_string_lossy().ends_with(".json.gz") {
+            total += meta.len() * 10;
+            from_gzip += meta.len() * 10;
+        } else if path.to_string_lossy().ends_with(".json") {
+            total += meta.len();
         }
     }
     (total, 2 * from_gzip > total)
