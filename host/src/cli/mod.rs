@@ -262,9 +262,10 @@ pub enum OutputFormat {
 #[derive(Debug, Clone, Args)]
 #[command(after_help = crate::exit::help_text())]
 pub struct TriageArgs {
-    /// A trace file (.json or .json.gz) or a profile directory (single-trace mode).
+    /// A trace file (.json or .json.gz) or a profile directory (single-trace mode). With
+    /// --all-ranks it may be given several times, one trace file (or one per stage) per rank.
     #[arg(long, value_name = "PATH")]
-    pub input: Option<PathBuf>,
+    pub input: Vec<PathBuf>,
 
     /// Mapping+formal mode: the mapping trace (file or directory), captured with CUDA
     /// graphs off; it supplies each kernel's Python scope for the overlap table.

@@ -63,6 +63,7 @@ pub fn exec(args: &DiffArgs, global: &GlobalArgs) -> Result<()> {
                 (None, None) => DeviceChoice::FromTrace,
             },
             model_config: args.model_config.clone(),
+            rank_inputs: Vec::new(),
         },
         options: DiffOptions {
             noise_pct,

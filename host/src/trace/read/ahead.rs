@@ -67,7 +67,7 @@ struct ScannedArgs {
     name: Option<LabelSpan>,
     /// `Input Dims`, `Input dims`, `Input type`, `Concrete Inputs`, `kernel`, `grid`,
     /// `block`, `blocks per SM`, in [`RawArgs`]' order.
-    facts: [Option<Span>; 8],
+    facts: [Option<Span>; 9],
 }
 
 /// Records where the strings of an event lie in `element`, the text it was scanned
@@ -136,6 +136,7 @@ impl ScannedEvent {
                     s.raw(a.grid).ok()?,
                     s.raw(a.block).ok()?,
                     s.raw(a.blocks_per_sm).ok()?,
+                    s.raw(a.bytes).ok()?,
                 ],
             }),
         };
@@ -175,7 +176,7 @@ impl ScannedEvent {
         let args = match &self.args {
             None => None,
             Some(a) => {
-                let [input_dims, legacy_input_dims, input_types, concrete_inputs, kernel, grid, block, blocks_per_sm] =
+                let [input_dims, legacy_input_dims, input_types, concrete_inputs, kernel, grid, block, blocks_per_sm, bytes] =
                     a.facts;
                 Some(RawArgs {
                     external_id: a.external_id,
@@ -193,6 +194,7 @@ impl ScannedEvent {
                     grid: raw(grid).ok()?,
                     block: raw(block).ok()?,
                     blocks_per_sm: raw(blocks_per_sm).ok()?,
+                    bytes: raw(bytes).ok()?,
                 })
             }
         };
