@@ -42,6 +42,8 @@ fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
             Vec::new()
         } else {
             vec![SiteShare {
+                module: None,
+                launch_frame: None,
                 location: location.to_string(),
                 share_pct: 100.0,
                 launch_site_source: "eager".to_string(),

@@ -210,6 +210,15 @@ pub struct SiteShare {
     /// most of its GPU time.
     #[serde(default = "eager_source")]
     pub launch_site_source: String,
+    /// The class of the `nn.Module` that made the launch: the innermost `nn.Module:`
+    /// frame of its stack, instance number dropped (`RowParallelLinear`); absent when the
+    /// trace recorded no module frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// The innermost engine frame of the launch (`path:line function`), when `location`
+    /// is the model's frame that called it instead; fuse patterns match both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_frame: Option<String>,
 }
 
 /// `launch_site_source` of reports saved before it existed: every site was eager or a
@@ -311,6 +320,10 @@ pub struct FusionRow {
     pub evidence: Vec<FusionEvidence>,
     /// Launch sites of the related rows (`path:line function`), first seen first.
     pub python_locations: Vec<String>,
+    /// The calling modules of those sites (each site's `module`), first seen first;
+    /// empty when the trace recorded no module frames.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<String>,
     /// Where the fused path lives, repository-relative.
     pub candidate_paths: Vec<String>,
     /// `owner/repo@commit:path` of the upstream files the row was checked against.

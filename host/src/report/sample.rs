@@ -5,6 +5,8 @@ use super::model::*;
 
 pub(super) fn site(location: &str, share_pct: f64) -> SiteShare {
     SiteShare {
+        module: None,
+        launch_frame: None,
         location: location.to_string(),
         share_pct,
         launch_site_source: "eager".to_string(),

@@ -361,29 +361,34 @@ fn location_text(location: &str) -> String {
     }
 }
 
-/// The first sites; each with its site share only when there is more than one to tell
-/// apart, and with where it came from when that was not the launch itself
-/// ([`resolved_source`]). No site at all reads `unresolved`.
+/// The first sites; each with its calling module, its site share only when there is
+/// more than one to tell apart, and where it came from when that was not the launch
+/// itself ([`resolved_source`]), in parentheses after the location. No site at all
+/// reads `unresolved`.
 pub(super) fn location_lines(row: &KernelRow) -> Cell {
     let shown = &row.python_locations[..row.python_locations.len().min(SITES_SHOWN)];
-    match shown {
-        [] => vec![UNRESOLVED.to_string()],
-        [only] => vec![match resolved_source(only) {
-            Some(source) => format!("{} ({source})", location_text(&only.location)),
-            None => location_text(&only.location),
-        }],
-        several => several
-            .iter()
-            .map(|site| {
-                let source = resolved_source(site).map_or(String::new(), |s| format!("{s}, "));
-                format!(
-                    "{} ({source}site share {:.0}%)",
-                    location_text(&site.location),
-                    site.share_pct
-                )
-            })
-            .collect(),
+    let several = shown.len() > 1;
+    if shown.is_empty() {
+        return vec![UNRESOLVED.to_string()];
     }
+    shown
+        .iter()
+        .map(|site| {
+            let share = several.then(|| format!("site share {:.0}%", site.share_pct));
+            let notes: Vec<String> = site
+                .module
+                .as_deref()
+                .map(trace)
+                .into_iter()
+                .chain(resolved_source(site).map(String::from))
+                .chain(share)
+                .collect();
+            match notes.is_empty() {
+                true => location_text(&site.location),
+                false => format!("{} ({})", location_text(&site.location), notes.join(", ")),
+            }
+        })
+        .collect()
 }
 
 /// The source a site's location was resolved from, when it was not its own launch:
@@ -712,6 +717,41 @@ mod tests {
         assert_eq!(
             location_cell("models/utils.py:9 apply_qk_norm"),
             "apply_qk_norm @ models/utils.py:9"
+        );
+    }
+
+    /// The calling module leads a site's parentheses, as trace text; a site without one
+    /// reads as before.
+    #[test]
+    fn sites_name_their_calling_module_first() {
+        use crate::report::sample::{row, site};
+        let mut kernel = row("k", "gemm", 10.0, 10.0, 1);
+        kernel.python_locations = vec![
+            site("models/qwen3.py:263 forward", 60.0),
+            site("layers/sampler.py:83 forward", 40.0),
+        ];
+        kernel.python_locations[0].module = Some("RowParallelLinear".into());
+        kernel.python_locations[0].launch_site_source = "capture".into();
+        assert_eq!(
+            location_lines(&kernel),
+            [
+                format!(
+                    "{} ({}, capture, site share 60%)",
+                    trace("models/qwen3.py:263 forward"),
+                    trace("RowParallelLinear")
+                ),
+                format!("{} (site share 40%)", trace("layers/sampler.py:83 forward")),
+            ]
+        );
+        kernel.python_locations.truncate(1);
+        kernel.python_locations[0].launch_site_source = "eager".into();
+        assert_eq!(
+            location_lines(&kernel),
+            [format!(
+                "{} ({})",
+                trace("models/qwen3.py:263 forward"),
+                trace("RowParallelLinear")
+            )]
         );
     }
 

@@ -299,6 +299,8 @@ mod tests {
             share_pct: us,
             launches: 1,
             python_locations: vec![SiteShare {
+                module: None,
+                launch_frame: None,
                 location: location.to_string(),
                 share_pct: 100.0,
                 launch_site_source: "graph-launch".to_string(),
