@@ -32,6 +32,8 @@ fn catalog() -> Vec<FusionRule> {
 
 fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
     KernelRow {
+        matched_by: None,
+        mapping_confidence: None,
         name: kernel.to_string(),
         raw_names: vec![kernel.to_string()],
         family: "other".to_string(),

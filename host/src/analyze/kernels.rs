@@ -14,7 +14,7 @@ use crate::trace::event::{Sym, Trace};
 /// Sums of durations: i128, so no hostile trace of huge durations can overflow them
 /// (one i64 `dur` fits; three 5e18 ns ones do not).
 type SumNs = i128;
-use crate::trace::link::{Linked, SiteSource, StackId};
+use crate::trace::link::{Linked, PairKind, SiteSource, StackId};
 
 /// Every [`SiteSource`], in the order a row's per-source sums keep them.
 const SOURCES: [SiteSource; 5] = [
@@ -117,6 +117,8 @@ struct RowAccumulator {
     raw_names: Vec<String>,
     /// GPU time by launch site: in all, and by [`SiteSource`] (in [`SOURCES`] order).
     site_ns: HashMap<Site, (SumNs, [SumNs; SOURCES.len()])>,
+    /// GPU time resolved from the mapping trace, by [`PairKind`] (in `PairKind::ALL` order).
+    mapping_ns: [SumNs; PairKind::ALL.len()],
     /// GPU time by the launching op's `Input Dims` text.
     dims_ns: HashMap<String, SumNs>,
     cpu_op_counts: HashMap<String, u64>,
@@ -256,6 +258,11 @@ fn accumulate_trace(
                 by_source[source] = SumNs::from(op.dur);
                 row.site_ns
                     .insert(location.clone(), (SumNs::from(op.dur), by_source));
+            }
+        }
+        if let Some(kind) = site.mapping_pair {
+            if let Some(k) = PairKind::ALL.iter().position(|&p| p == kind) {
+                row.mapping_ns[k] += SumNs::from(op.dur);
             }
         }
         if let Some(dims) = site.input_dims {
@@ -402,6 +409,26 @@ impl FinishedStage {
     }
 }
 
+/// A row's `matched_by` (the pair kind with the most mapping-resolved time; the first in
+/// `PairKind::ALL` order on a tie) and `mapping_confidence` (the kinds' confidences
+/// weighted by their time), or neither when no launch was resolved from the mapping.
+fn mapping_pairs(ns: &[SumNs; PairKind::ALL.len()]) -> (Option<String>, Option<f64>) {
+    let total: SumNs = ns.iter().sum();
+    if total == 0 {
+        return (None, None);
+    }
+    let most = (0..ns.len()).rev().max_by_key(|&k| ns[k]).unwrap_or(0);
+    let weighted: f64 = PairKind::ALL
+        .iter()
+        .zip(ns)
+        .map(|(kind, &t)| kind.confidence() * t as f64)
+        .sum();
+    (
+        Some(PairKind::ALL[most].matched_by().to_string()),
+        Some(weighted / total as f64),
+    )
+}
+
 fn sum_share(rows: &[KernelRow]) -> f64 {
     rows.iter().map(|r| r.share_pct).sum()
 }
@@ -463,8 +490,11 @@ fn finish_row(
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
         .map(|(dims, _)| dims);
+    let (matched_by, mapping_confidence) = mapping_pairs(&row.mapping_ns);
     KernelRow {
         family: families.family_of(&name).to_string(),
+        matched_by,
+        mapping_confidence,
         gpu_time_us: row.total_ns as f64 / 1000.0,
         share_pct: percent(row.total_ns, stage_ns),
         launches: row.launches,

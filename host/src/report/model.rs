@@ -180,6 +180,16 @@ pub struct KernelRow {
     /// most GPU time, when the trace or its capture recorded shapes; ties by text.
     #[serde(default)]
     pub input_dims: Option<String>,
+    /// How the row's launches resolved from the mapping trace were paired with their
+    /// mapping kernels: `exact` (equal canonical name), `family` (another name of the
+    /// same kernel family) or `fused-split` (a fused kernel and the split ones it stands
+    /// for), the kind with the most of that GPU time; absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched_by: Option<String>,
+    /// Those launches' pair confidence (exact 1.0, family 0.5, fused-split 0.4),
+    /// averaged weighted by GPU time; absent with `matched_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping_confidence: Option<f64>,
     /// The row's GPU time by launch site and CPU op together, so a matcher can count only
     /// the launches that belong to a pattern (`analyze::fuse`); not part of the report.
     #[serde(skip)]

@@ -21,6 +21,8 @@ pub(super) fn row(
     launches: u64,
 ) -> KernelRow {
     KernelRow {
+        matched_by: None,
+        mapping_confidence: None,
         name: name.to_string(),
         raw_names: vec![name.to_string()],
         family: family.to_string(),

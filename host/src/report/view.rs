@@ -363,7 +363,8 @@ fn location_text(location: &str) -> String {
 
 /// The first sites; each with its calling module, its site share only when there is
 /// more than one to tell apart, and where it came from when that was not the launch
-/// itself ([`resolved_source`]), in parentheses after the location. No site at all
+/// itself ([`resolved_source`]; a mapping site with the row's pair kind and confidence),
+/// in parentheses after the location. No site at all
 /// reads `unresolved`.
 pub(super) fn location_lines(row: &KernelRow) -> Cell {
     let shown = &row.python_locations[..row.python_locations.len().min(SITES_SHOWN)];
@@ -380,7 +381,20 @@ pub(super) fn location_lines(row: &KernelRow) -> Cell {
                 .as_deref()
                 .map(trace)
                 .into_iter()
-                .chain(resolved_source(site).map(String::from))
+                .chain(resolved_source(site).map(|source| match (source, row) {
+                    (
+                        "mapping",
+                        KernelRow {
+                            matched_by: Some(by),
+                            mapping_confidence: Some(confidence),
+                            ..
+                        },
+                    ) if ["exact", "family", "fused-split"].contains(&by.as_str()) => {
+                        // The tool's own words (a saved report's other text is not shown).
+                        format!("mapping by {by} {confidence:.2}")
+                    }
+                    _ => source.to_string(),
+                }))
                 .chain(share)
                 .collect();
             match notes.is_empty() {
@@ -751,6 +765,25 @@ mod tests {
                 "{} ({})",
                 trace("models/qwen3.py:263 forward"),
                 trace("RowParallelLinear")
+            )]
+        );
+    }
+
+    /// A site resolved from the mapping trace says how its kernel was paired and how sure
+    /// the pair is (the row's `matched_by`, `mapping_confidence`).
+    #[test]
+    fn mapping_sites_say_how_they_were_paired() {
+        use crate::report::sample::{row, site};
+        let mut kernel = row("k", "gemm", 10.0, 10.0, 1);
+        kernel.python_locations = vec![site("models/qwen3.py:90 forward", 100.0)];
+        kernel.python_locations[0].launch_site_source = "mapping".into();
+        kernel.matched_by = Some("family".into());
+        kernel.mapping_confidence = Some(0.5);
+        assert_eq!(
+            location_lines(&kernel),
+            [format!(
+                "{} (mapping by family 0.50)",
+                trace("models/qwen3.py:90 forward")
             )]
         );
     }

@@ -292,6 +292,8 @@ mod tests {
 
     fn kernel(name: &str, us: f64, location: &str) -> KernelRow {
         KernelRow {
+            matched_by: None,
+            mapping_confidence: None,
             name: name.to_string(),
             raw_names: vec![name.to_string()],
             family: "other".to_string(),

@@ -25,6 +25,8 @@ fn row_text(id: &str, priority: i64, subsumes: &str, extra: &str) -> String {
 
 fn kernel(name: &str, us: f64, location: &str, op: &str) -> KernelRow {
     KernelRow {
+        matched_by: None,
+        mapping_confidence: None,
         name: name.to_string(),
         raw_names: vec![name.to_string()],
         family: "other".to_string(),
