@@ -10,7 +10,9 @@
 //!    under a `models/` directory (`python/sglang/srt/models/qwen3.py:263 forward`,
 //!    `vllm/model_executor/models/llama.py:410 forward`) — every engine keeps its model
 //!    definitions there, so this rule is generic; the line there is the one a person
-//!    edits, and the module it called says which layer ran;
+//!    edits, and the module it called says which layer ran. Only when the stack has
+//!    `nn.Module:` frames: without them nothing would tell the layers of one model
+//!    function apart, and the engine frame does;
 //! 2. else the innermost engine frame (`python/sglang/srt/layers/sampler.py:83 forward`);
 //! 3. else the innermost frame of the model's own code outside the engine: not torch,
 //!    triton, the standard library or a built-in
@@ -185,10 +187,14 @@ impl Locator {
                 ))
             })
         };
+        let module = innermost_module(frames).map(String::from);
         let engine = engine_frames().next().map(|(text, _)| text);
+        // The model's frame only where a module frame says which layer it called: a
+        // stack recorded without `with_modules` keeps the engine frame, which does.
         let model = engine_frames()
             .find(|(_, model)| *model)
-            .map(|(text, _)| text);
+            .map(|(text, _)| text)
+            .filter(|_| module.is_some());
         let location = model
             .clone()
             .or_else(|| engine.clone())
@@ -196,7 +202,7 @@ impl Locator {
         let launch_frame = engine.filter(|e| model.is_some() && *e != location);
         Some(Site {
             location,
-            module: innermost_module(frames).map(String::from),
+            module,
             launch_frame,
         })
     }
@@ -597,10 +603,11 @@ mod tests {
             "torch/nn/functional.py(2380): linear",
             "<built-in function linear>",
         ];
-        // With one, the model's line that called the layer.
+        // A model frame without module frames (no `with_modules`): nothing would say
+        // which layer it called, so the engine frame stays.
         assert_eq!(
             sglang_locator().location(&stack).as_deref(),
-            Some("python/sglang/srt/models/qwen3.py:310 forward")
+            Some("python/sglang/srt/layers/linear.py:448 forward")
         );
     }
 

@@ -397,9 +397,10 @@ pub(super) fn location_lines(row: &KernelRow) -> Cell {
                 }))
                 .chain(share)
                 .collect();
-            match notes.is_empty() {
-                true => location_text(&site.location),
-                false => format!("{} ({})", location_text(&site.location), notes.join(", ")),
+            if notes.is_empty() {
+                location_text(&site.location)
+            } else {
+                format!("{} ({})", location_text(&site.location), notes.join(", "))
             }
         })
         .collect()
