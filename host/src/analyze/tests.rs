@@ -46,6 +46,10 @@ fn vllm_attribution() -> Attribution {
     }
 }
 
+/// A kernel row as the B200 test reads it: name prefix, GPU time, launches, family, and
+/// its largest site's location and module.
+type TopRow<'a> = (&'a str, f64, u64, &'a str, &'a str, Option<&'a str>);
+
 /// The SGLang plugin's attribution (plugins/sglang), restated.
 fn sglang_attribution() -> Attribution {
     Attribution {
@@ -134,7 +138,7 @@ fn vllm_b200_eager_prefill_kernel_table() {
     assert_eq!(r.stage, "extend/prefill");
     assert_eq!(r.total_gpu_time_us, 11_665.760);
     // Each row's largest site: the gpt-oss model line and the module it called.
-    let top: Vec<(&str, f64, u64, &str, &str, Option<&str>)> = r
+    let top: Vec<TopRow<'_>> = r
         .kernels
         .iter()
         .take(5)

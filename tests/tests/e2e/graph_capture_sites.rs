@@ -171,6 +171,9 @@ fn is_model_or_layer_code(location: &str) -> bool {
         || location.starts_with("python/sglang/srt/layers/")
 }
 
+/// Replayed time by site: ((model frame, module), ns).
+type SiteTimes = Vec<((String, String), i64)>;
+
 /// One raw kernel name's replays: their time, that time by the node's `Input Dims`, and
 /// the nodes' CPU ops.
 type Replayed<'a> = (i64, Vec<(Value, i64)>, Vec<&'a str>);
@@ -188,7 +191,7 @@ fn assert_capture_sites(report: &Value) {
 
     // Per raw kernel name: the replayed time by the node's model frame and module, the
     // site the report should show (every node here has a model frame).
-    let mut sites_of: HashMap<&str, Vec<((String, String), i64)>> = HashMap::new();
+    let mut sites_of: HashMap<&str, SiteTimes> = HashMap::new();
     for ((name, ns), node) in replayed.iter().zip(&nodes) {
         let site = (
             node.model_frame
@@ -233,7 +236,7 @@ fn assert_capture_sites(report: &Value) {
         assert_eq!(row["launch_site_source"], "capture", "{}", row["name"]);
         let row_us = row["gpu_time_us"].as_f64().unwrap();
         // The row's sites are its nodes' model frames and modules, in time.
-        let mut want: Vec<((String, String), i64)> = Vec::new();
+        let mut want: SiteTimes = Vec::new();
         for name in &raw {
             for (site, ns) in sites_of.get(name).into_iter().flatten() {
                 match want.iter_mut().find(|(s, _)| s == site) {
@@ -401,4 +404,36 @@ fn without_a_capture_the_report_says_how_to_record_one() {
     assert!(rows
         .iter()
         .any(|r| r["launch_site_source"] == "graph-launch"));
+    // The eager kernels launched through SGLang's JIT-kernel bindings show the engine
+    // code that called them (the plugin names the bindings as wrapper frames).
+    let events = raw_events(&shared_trace(DECODE));
+    let bindings = events
+        .iter()
+        .filter(|e| e["cat"] == "python_function")
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.contains("sglang/jit_kernel/"))
+        })
+        .count();
+    assert!(bindings > 0, "the trace launches through jit_kernel/");
+    let every = triage_json(&[
+        "--input",
+        shared_trace(DECODE).to_str().unwrap(),
+        "--min-share",
+        "0",
+    ]);
+    let rows = decode_stage(&every)["kernels"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["python_locations"][0]["location"]
+        == "python/sglang/srt/managers/overlap_utils.py:130 resolve_future"));
+    for row in rows {
+        for site in row["python_locations"].as_array().unwrap() {
+            let location = site["location"].as_str().unwrap();
+            assert!(
+                !location.contains("jit_kernel/") && !location.starts_with("sgl_kernel/"),
+                "{}: {location}",
+                row["name"]
+            );
+        }
+    }
 }
