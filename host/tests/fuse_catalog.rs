@@ -32,6 +32,8 @@ fn catalog() -> Vec<FusionRule> {
 
 fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
     KernelRow {
+        matched_by: None,
+        mapping_confidence: None,
         name: kernel.to_string(),
         raw_names: vec![kernel.to_string()],
         family: "other".to_string(),
@@ -42,6 +44,8 @@ fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
             Vec::new()
         } else {
             vec![SiteShare {
+                module: None,
+                launch_frame: None,
                 location: location.to_string(),
                 share_pct: 100.0,
                 launch_site_source: "eager".to_string(),

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::analyze::location::Locator;
+use crate::analyze::location::{Locator, Site};
 use crate::catalog::FamilyRules;
 use crate::report::model::{KernelRow, LaunchShare, SiteShare, StageReport};
 use crate::trace::event::{Sym, Trace};
@@ -14,7 +14,7 @@ use crate::trace::event::{Sym, Trace};
 /// Sums of durations: i128, so no hostile trace of huge durations can overflow them
 /// (one i64 `dur` fits; three 5e18 ns ones do not).
 type SumNs = i128;
-use crate::trace::link::{Linked, SiteSource, StackId};
+use crate::trace::link::{Linked, PairKind, SiteSource, StackId};
 
 /// Every [`SiteSource`], in the order a row's per-source sums keep them.
 const SOURCES: [SiteSource; 5] = [
@@ -116,13 +116,15 @@ struct RowAccumulator {
     launches: u64,
     raw_names: Vec<String>,
     /// GPU time by launch site: in all, and by [`SiteSource`] (in [`SOURCES`] order).
-    site_ns: HashMap<String, (SumNs, [SumNs; SOURCES.len()])>,
+    site_ns: HashMap<Site, (SumNs, [SumNs; SOURCES.len()])>,
+    /// GPU time resolved from the mapping trace, by [`PairKind`] (in `PairKind::ALL` order).
+    mapping_ns: [SumNs; PairKind::ALL.len()],
     /// GPU time by the launching op's `Input Dims` text.
     dims_ns: HashMap<String, SumNs>,
     cpu_op_counts: HashMap<String, u64>,
     /// GPU time by launch site, then by CPU op ("" for none): the fuse matcher counts
     /// only the launches whose op a pattern does not exclude.
-    site_op_ns: HashMap<String, HashMap<String, SumNs>>,
+    site_op_ns: HashMap<Site, HashMap<String, SumNs>>,
 }
 
 #[derive(Clone, Default)]
@@ -186,7 +188,12 @@ fn accumulate_trace(
         return;
     };
     let mut canonical_of: HashMap<Sym, String> = HashMap::new();
-    let mut location_of: HashMap<StackId, Option<String>> = HashMap::new();
+    let mut site_of: HashMap<StackId, Option<Site>> = HashMap::new();
+    let unresolved = Site {
+        location: UNRESOLVED.to_string(),
+        module: None,
+        launch_frame: None,
+    };
     let mut touched: Vec<Stage> = Vec::new();
     for (i, op) in trace.gpu_ops.iter().enumerate() {
         if op.pid != gpu_pid {
@@ -207,15 +214,15 @@ fn accumulate_trace(
         let canonical = canonical_of
             .entry(op.name)
             .or_insert_with(|| canonical_name(trace.name(op.name)));
-        let location: Option<&str> = match site.stack {
-            Some(id) => location_of
+        let location: Option<&Site> = match site.stack {
+            Some(id) => site_of
                 .entry(id)
                 .or_insert_with(|| {
                     let frames: Vec<&str> =
                         linked.stack(id).iter().map(|&s| trace.name(s)).collect();
-                    locator.location(&frames)
+                    locator.site(&frames)
                 })
-                .as_deref(),
+                .as_ref(),
             None => None,
         };
         if location.is_none() {
@@ -239,7 +246,7 @@ fn accumulate_trace(
         if !row.raw_names.iter().any(|r| r == raw) {
             row.raw_names.push(raw.to_string());
         }
-        let location = location.unwrap_or(UNRESOLVED);
+        let location = location.unwrap_or(&unresolved);
         let source = SOURCES.iter().position(|&s| s == site.source).unwrap_or(0);
         match row.site_ns.get_mut(location) {
             Some((ns, by_source)) => {
@@ -250,7 +257,12 @@ fn accumulate_trace(
                 let mut by_source = [0; SOURCES.len()];
                 by_source[source] = SumNs::from(op.dur);
                 row.site_ns
-                    .insert(location.to_string(), (SumNs::from(op.dur), by_source));
+                    .insert(location.clone(), (SumNs::from(op.dur), by_source));
+            }
+        }
+        if let Some(kind) = site.mapping_pair {
+            if let Some(k) = PairKind::ALL.iter().position(|&p| p == kind) {
+                row.mapping_ns[k] += SumNs::from(op.dur);
             }
         }
         if let Some(dims) = site.input_dims {
@@ -260,7 +272,7 @@ fn accumulate_trace(
             add_to(&mut row.cpu_op_counts, trace.name(cpu_op), 1);
         }
         if !row.site_op_ns.contains_key(location) {
-            row.site_op_ns.insert(location.to_string(), HashMap::new());
+            row.site_op_ns.insert(location.clone(), HashMap::new());
         }
         if let Some(ops) = row.site_op_ns.get_mut(location) {
             let cpu_op = site.cpu_op.map_or("", |c| trace.name(c));
@@ -397,6 +409,26 @@ impl FinishedStage {
     }
 }
 
+/// A row's `matched_by` (the pair kind with the most mapping-resolved time; the first in
+/// `PairKind::ALL` order on a tie) and `mapping_confidence` (the kinds' confidences
+/// weighted by their time), or neither when no launch was resolved from the mapping.
+fn mapping_pairs(ns: &[SumNs; PairKind::ALL.len()]) -> (Option<String>, Option<f64>) {
+    let total: SumNs = ns.iter().sum();
+    if total == 0 {
+        return (None, None);
+    }
+    let most = (0..ns.len()).rev().max_by_key(|&k| ns[k]).unwrap_or(0);
+    let weighted: f64 = PairKind::ALL
+        .iter()
+        .zip(ns)
+        .map(|(kind, &t)| kind.confidence() * t as f64)
+        .sum();
+    (
+        Some(PairKind::ALL[most].matched_by().to_string()),
+        Some(weighted / total as f64),
+    )
+}
+
 fn sum_share(rows: &[KernelRow]) -> f64 {
     rows.iter().map(|r| r.share_pct).sum()
 }
@@ -409,7 +441,7 @@ fn finish_row(
 ) -> KernelRow {
     // The source with the most of a site's time (first in SOURCES order on a tie).
     // Each site with the source of the most of its time (first in SOURCES order on a tie).
-    let mut sites: Vec<(String, SumNs, &'static str)> = row
+    let mut sites: Vec<(Site, SumNs, &'static str)> = row
         .site_ns
         .into_iter()
         .map(|(location, (ns, by_source))| {
@@ -420,7 +452,12 @@ fn finish_row(
             (location, ns, SOURCES[best].as_str())
         })
         .collect();
-    sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    sites.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| a.0.location.cmp(&b.0.location))
+            .then_with(|| a.0.module.cmp(&b.0.module))
+            .then_with(|| a.0.launch_frame.cmp(&b.0.launch_frame))
+    });
     let mut cpu_ops: Vec<(String, u64)> = row.cpu_op_counts.into_iter().collect();
     cpu_ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let mut launch_mix = Vec::new();
@@ -440,10 +477,12 @@ fn finish_row(
     }
     let python_locations: Vec<SiteShare> = sites
         .into_iter()
-        .map(|(location, ns, source)| SiteShare {
+        .map(|(site, ns, source)| SiteShare {
             launch_site_source: source.to_string(),
             share_pct: percent(ns, row.total_ns),
-            location,
+            location: site.location,
+            module: site.module,
+            launch_frame: site.launch_frame,
         })
         .collect();
     let input_dims = row
@@ -451,8 +490,11 @@ fn finish_row(
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
         .map(|(dims, _)| dims);
+    let (matched_by, mapping_confidence) = mapping_pairs(&row.mapping_ns);
     KernelRow {
         family: families.family_of(&name).to_string(),
+        matched_by,
+        mapping_confidence,
         gpu_time_us: row.total_ns as f64 / 1000.0,
         share_pct: percent(row.total_ns, stage_ns),
         launches: row.launches,
@@ -606,11 +648,15 @@ mod tests {
             gemm.python_locations,
             [
                 SiteShare {
+                    module: None,
+                    launch_frame: None,
                     location: "vllm/model_executor/layers/linear.py:510 forward".into(),
                     share_pct: 5_500.0 / 7_000.0 * 100.0,
                     launch_site_source: "eager".into(),
                 },
                 SiteShare {
+                    module: None,
+                    launch_frame: None,
                     location: "vllm/attention/layer.py:300 forward".into(),
                     share_pct: 1_500.0 / 7_000.0 * 100.0,
                     launch_site_source: "eager".into(),

@@ -1,17 +1,27 @@
-//! A kernel's Python location: the frame of its launch stack that names the engine code
-//! (or the model code) that launched it.
+//! A kernel's Python location: the frame of its launch stack that names the model code
+//! (or the engine code) that launched it, and the `nn.Module` that made the call.
 //!
-//! Two passes over the stack, innermost frame first:
-//! 1. the innermost frame inside one of the engine's source roots that is not a wrapper
-//!    (the plugin's wrapper frames, plus generic ones: `nn.Module.__call__`, dynamo and
-//!    inductor trampolines, `contextlib`, `threading`, `runpy`);
-//! 2. else the innermost frame of the model's own code: not torch, triton, the standard
-//!    library or a built-in (`transformers/models/qwen2/modeling_qwen2.py:123 forward`).
+//! Three passes over the stack, innermost frame first, wrappers skipped (the plugin's
+//! wrapper frames, among them the engine's library wrappers such as SGLang's
+//! `sgl_kernel/` bindings or `quantization/unquant.py apply`, plus generic ones:
+//! `nn.Module.__call__`, dynamo and inductor trampolines, TorchInductor's generated
+//! files, `contextlib`, `threading`, `runpy`):
+//! 1. the innermost frame of the model's own code inside an engine source root: a file
+//!    under a `models/` directory (`python/sglang/srt/models/qwen3.py:263 forward`,
+//!    `vllm/model_executor/models/llama.py:410 forward`) — every engine keeps its model
+//!    definitions there, so this rule is generic; the line there is the one a person
+//!    edits, and the module it called says which layer ran. Only when the stack has
+//!    `nn.Module:` frames: without them nothing would tell the layers of one model
+//!    function apart, and the engine frame does;
+//! 2. else the innermost engine frame (`python/sglang/srt/layers/sampler.py:83 forward`);
+//! 3. else the innermost frame of the model's own code outside the engine: not torch,
+//!    triton, the standard library or a built-in
+//!    (`transformers/models/qwen2/modeling_qwen2.py:123 forward`).
 //!
 //! The text is `path:line function` (the predecessor's location format), the path shown from
-//! the matched
-//! source root on (`python/sglang/srt/layers/linear.py:448 forward`), or from after
-//! `site-packages/` for model code.
+//! the matched source root on, or from after `site-packages/` for model code. The
+//! module is the innermost `nn.Module: <Class>_<n>` frame's class (torch.profiler's
+//! `with_modules`), the layer whose code made the launch (`RowParallelLinear`).
 
 use crate::plugins::Attribution;
 
@@ -31,7 +41,19 @@ const WRAPPER_PATHS: &[&str] = &[
     "torch/_inductor/",
     "torch/fx/graph_module.py",
     "torch/utils/_contextlib.py",
+    // TorchInductor's generated modules (`torchinductor_<user>/`, and vLLM's
+    // `~/.cache/vllm/torch_compile_cache/<hash>/rank_0_0/inductor_cache/`): their
+    // `call` only runs the compiled graph; the frame that called the graph is the site.
+    "torchinductor_",
+    "/inductor_cache/",
+    "/torch_compile_cache/",
 ];
+
+/// The frame-name prefix torch.profiler gives module frames (`with_modules`).
+pub const MODULE_FRAME: &str = "nn.Module: ";
+
+/// The directory engines keep their model definitions in, below their source root.
+const MODEL_DIRECTORY: &str = "models/";
 
 /// Standard-library files and packages that are infrastructure, never a location.
 /// torch.profiler shows them relative to `sys.path` (`contextlib.py`,
@@ -144,28 +166,60 @@ impl Locator {
     /// The location of a stack given outer..inner frame names, or `None` (rendered
     /// `unresolved`).
     pub fn location(&self, frames: &[&str]) -> Option<String> {
+        self.site(frames).map(|site| site.location)
+    }
+
+    /// The site of a stack given outer..inner frame names: its location (the passes of
+    /// the module doc), the calling module, and the innermost engine frame when the
+    /// location is another (a model frame outside it). `None` without a location.
+    pub fn site(&self, frames: &[&str]) -> Option<Site> {
         let parsed: Vec<Frame<'_>> = frames.iter().rev().filter_map(|f| parse_frame(f)).collect();
-        let engine = parsed.iter().find_map(|frame| {
-            let path = normalize_path(frame.path);
-            if self.is_wrapper(&path, frame.function) {
-                return None;
-            }
-            let shown = self.shown_from_source_root(&path)?;
-            Some(format!("{shown}:{} {}", frame.line, frame.function))
-        });
-        engine.or_else(|| {
-            parsed.iter().find_map(|frame| {
+        let engine_frames = || {
+            parsed.iter().filter_map(|frame| {
                 let path = normalize_path(frame.path);
-                if self.is_wrapper(&path, frame.function) || is_infrastructure(&path) {
+                if self.is_wrapper(&path, frame.function) {
                     return None;
                 }
-                Some(format!(
-                    "{}:{} {}",
-                    model_path(&path),
-                    frame.line,
-                    frame.function
+                let shown = self.shown_from_source_root(&path)?;
+                Some((
+                    format!("{shown}:{} {}", frame.line, frame.function),
+                    is_model_file(shown),
                 ))
             })
+        };
+        let module = innermost_module(frames).map(String::from);
+        let engine = engine_frames().next().map(|(text, _)| text);
+        // The model's frame only where a module frame says which layer it called: a
+        // stack recorded without `with_modules` keeps the engine frame, which does.
+        let model = engine_frames()
+            .find(|(_, model)| *model)
+            .map(|(text, _)| text)
+            .filter(|_| module.is_some());
+        let location = model
+            .clone()
+            .or_else(|| engine.clone())
+            .or_else(|| self.outside_engine(&parsed))?;
+        let launch_frame = engine.filter(|e| model.is_some() && *e != location);
+        Some(Site {
+            location,
+            module,
+            launch_frame,
+        })
+    }
+
+    /// Pass 3: the innermost frame of model code outside the engine.
+    fn outside_engine(&self, parsed: &[Frame<'_>]) -> Option<String> {
+        parsed.iter().find_map(|frame| {
+            let path = normalize_path(frame.path);
+            if self.is_wrapper(&path, frame.function) || is_infrastructure(&path) {
+                return None;
+            }
+            Some(format!(
+                "{}:{} {}",
+                model_path(&path),
+                frame.line,
+                frame.function
+            ))
         })
     }
 
@@ -192,6 +246,47 @@ impl Locator {
                 .map(|i| &path[i..])
         })
     }
+}
+
+/// A launch's Python site as the report shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Site {
+    /// `path:line function`: the model's frame, else the engine's (module doc).
+    pub location: String,
+    /// The class of the innermost `nn.Module` frame (`RowParallelLinear`), when the
+    /// trace recorded module frames.
+    pub module: Option<String>,
+    /// The innermost engine frame, when `location` is a model frame outside it
+    /// (`python/sglang/srt/layers/linear.py:1360 forward`): catalog patterns written
+    /// against the engine's layer functions still see it.
+    pub launch_frame: Option<String>,
+}
+
+/// Whether a path shown from its source root is the model's own code: a file below a
+/// `models/` directory.
+fn is_model_file(shown: &str) -> bool {
+    shown
+        .match_indices(MODEL_DIRECTORY)
+        .any(|(i, _)| i == 0 || shown.as_bytes()[i - 1] == b'/')
+}
+
+/// The class of the innermost `nn.Module:` frame of a stack given outer..inner.
+fn innermost_module<'a>(frames: &[&'a str]) -> Option<&'a str> {
+    frames
+        .iter()
+        .rev()
+        .find_map(|f| f.trim().strip_prefix(MODULE_FRAME))
+        .map(module_class)
+        .filter(|class| !class.is_empty())
+}
+
+/// `Qwen3Attention_0` -> `Qwen3Attention`: torch numbers each module instance.
+pub fn module_class(instance: &str) -> &str {
+    match instance.rsplit_once('_') {
+        Some((class, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => class,
+        _ => instance,
+    }
+    .trim()
 }
 
 fn normalize_path(path: &str) -> String {
@@ -262,6 +357,211 @@ mod tests {
         })
     }
 
+    /// The SGLang plugin's attribution as plugins/sglang gives it, library wrappers
+    /// included (restated: the host does not link plugins).
+    fn sglang_plugin_locator() -> Locator {
+        Locator::new(&Attribution {
+            source_roots: ["python/sglang/", "sglang_omni/", "sglang/", "sgl_kernel/"]
+                .map(String::from)
+                .into(),
+            wrapper_frames: [
+                ("sglang/srt/model_executor/cuda_graph_runner", "replay"),
+                ("sglang/srt/utils/kernel_shape_profiler.py", ""),
+                ("sgl_kernel/", ""),
+                ("sglang/jit_kernel/", ""),
+                (
+                    "sglang/srt/distributed/device_communicators/pynccl_wrapper.py",
+                    "",
+                ),
+                ("sglang/srt/layers/quantization/", "apply"),
+            ]
+            .map(|(path_contains, function)| WrapperFrame {
+                path_contains: path_contains.into(),
+                function: function.into(),
+            })
+            .into(),
+        })
+    }
+
+    const SRT: &str = "/sgl-workspace/sglang/python/sglang/srt";
+
+    /// The decoder layer's frames above a launch of the SGLang Qwen3 capture trace
+    /// (`bs_32_rank0`), outer..inner, then `inner`.
+    fn qwen3_stack(inner: &[&str]) -> Vec<String> {
+        let mut stack: Vec<String> = [
+            "threading.py(1012): run",
+            "{SRT}/managers/scheduler.py(2919): _run_batch_inner",
+            "{SRT}/model_executor/model_runner.py(3003): forward_extend",
+            "{SRT}/models/qwen3.py(507): forward",
+            "nn.Module: Qwen3Model_0",
+            "torch/nn/modules/module.py(1779): _call_impl",
+            "{SRT}/models/qwen2.py(340): forward",
+            "nn.Module: Qwen3DecoderLayer_0",
+            "torch/nn/modules/module.py(1779): _call_impl",
+            "{SRT}/models/qwen3.py(384): forward",
+            "nn.Module: Qwen3Attention_0",
+            "torch/nn/modules/module.py(1779): _call_impl",
+        ]
+        .iter()
+        .chain(inner)
+        .map(|f| f.replace("{SRT}", SRT))
+        .collect();
+        stack.push("<built-in method of pybind11_builtins object at 0x7f>".into());
+        stack
+    }
+
+    fn site_of(locator: &Locator, stack: &[String]) -> Option<Site> {
+        let frames: Vec<&str> = stack.iter().map(String::as_str).collect();
+        locator.site(&frames)
+    }
+
+    fn site(location: &str, module: &str, launch_frame: Option<&str>) -> Option<Site> {
+        Some(Site {
+            location: location.into(),
+            module: Some(module.into()),
+            launch_frame: launch_frame.map(String::from),
+        })
+    }
+
+    #[test]
+    fn model_frame_and_calling_module_over_library_wrappers() {
+        let locator = sglang_plugin_locator();
+        // o_proj: the model's line that called RowParallelLinear, not `unquant.py apply`.
+        let o_proj = qwen3_stack(&[
+            "{SRT}/models/qwen3.py(263): forward",
+            "nn.Module: RowParallelLinear_0",
+            "torch/nn/modules/module.py(1779): _call_impl",
+            "{SRT}/layers/linear.py(1360): forward",
+            "{SRT}/layers/quantization/unquant.py(136): apply",
+            "aiter/tuned_gemm.py(552): mm",
+        ]);
+        assert_eq!(
+            site_of(&locator, &o_proj),
+            site(
+                "python/sglang/srt/models/qwen3.py:263 forward",
+                "RowParallelLinear",
+                Some("python/sglang/srt/layers/linear.py:1360 forward"),
+            )
+        );
+        // RoPE through sgl_kernel: the model's line, the RotaryEmbedding module.
+        let rope = qwen3_stack(&[
+            "{SRT}/models/qwen3.py(263): forward",
+            "{SRT}/models/qwen3.py(167): forward_prepare_native",
+            "nn.Module: RotaryEmbedding_0",
+            "{SRT}/layers/utils/multi_platform.py(81): forward",
+            "{SRT}/layers/rotary_embedding/base.py(335): forward_cuda",
+            "sgl_kernel/elementwise.py(327): rotary_embedding",
+            "torch/_ops.py(840): __call__",
+        ]);
+        assert_eq!(
+            site_of(&locator, &rope),
+            site(
+                "python/sglang/srt/models/qwen3.py:167 forward_prepare_native",
+                "RotaryEmbedding",
+                Some("python/sglang/srt/layers/rotary_embedding/base.py:335 forward_cuda"),
+            )
+        );
+        // The KV-cache write through the JIT kernel: RadixAttention's caller.
+        let store = qwen3_stack(&[
+            "{SRT}/models/qwen3.py(263): forward",
+            "nn.Module: RadixAttention_0",
+            "{SRT}/layers/radix_attention.py(105): forward",
+            "{SRT}/layers/attention/aiter_backend.py(2435): forward_decode",
+            "{SRT}/mem_cache/memory_pool.py(1038): set_kv_buffer",
+            "{SRT}/utils/kernel_shape_profiler.py(326): dispatch_wrapper",
+            "{SRT}/mem_cache/memory_pool.py(90): _set_kv_buffer_impl",
+            "/sgl-workspace/sglang/python/sglang/jit_kernel/kvcache.py(50): store_cache",
+        ]);
+        assert_eq!(
+            site_of(&locator, &store),
+            site(
+                "python/sglang/srt/models/qwen3.py:263 forward",
+                "RadixAttention",
+                Some("python/sglang/srt/mem_cache/memory_pool.py:90 _set_kv_buffer_impl"),
+            )
+        );
+        // A launch from the model's own code: no other frame to name.
+        let qk_norm = qwen3_stack(&[
+            "{SRT}/models/qwen3.py(263): forward",
+            "{SRT}/models/qwen3.py(167): forward_prepare_native",
+            "{SRT}/models/utils.py(394): _reshape_for_qk_norm",
+        ]);
+        assert_eq!(
+            site_of(&locator, &qk_norm),
+            site(
+                "python/sglang/srt/models/utils.py:394 _reshape_for_qk_norm",
+                "Qwen3Attention",
+                None
+            )
+        );
+    }
+
+    #[test]
+    fn library_wrappers_outside_the_model_give_their_caller() {
+        // The sampler's all-gather runs outside the model: the engine frame that called
+        // the NCCL wrapper, and no module (the stack has none).
+        let stack = [
+            format!("{SRT}/layers/sampler.py(83): forward"),
+            format!("{SRT}/distributed/device_communicators/pynccl.py(140): all_gather"),
+            format!("{SRT}/distributed/device_communicators/pynccl_wrapper.py(402): ncclAllGather"),
+        ];
+        assert_eq!(
+            site_of(&sglang_plugin_locator(), &stack),
+            Some(Site {
+                location:
+                    "python/sglang/srt/distributed/device_communicators/pynccl.py:140 all_gather"
+                        .into(),
+                module: None,
+                launch_frame: None,
+            })
+        );
+    }
+
+    #[test]
+    fn inductor_generated_code_gives_the_model_frame() {
+        let vllm = Locator::new(&Attribution {
+            source_roots: vec!["vllm/".to_string()],
+            wrapper_frames: Default::default(),
+        });
+        // vLLM's compile cache lives under `~/.cache/vllm/`, which names the source root.
+        for generated in [
+            "/root/.cache/vllm/torch_compile_cache/3f9a/rank_0_0/inductor_cache/xy/cxyabc.py(428): call",
+            "/tmp/torchinductor_root/ob/cobhwrc24pdghpl.py(132): call",
+        ] {
+            let stack = [
+                "vllm/v1/worker/gpu_model_runner.py(2907): execute_model",
+                "vllm/model_executor/models/llama.py(410): forward",
+                "nn.Module: LlamaModel_0",
+                "torch/_inductor/output_code.py(590): __call__",
+                generated,
+                "torch/_inductor/runtime/triton_heuristics.py(1242): run",
+            ];
+            assert_eq!(
+                vllm.site(&stack),
+                site("vllm/model_executor/models/llama.py:410 forward", "LlamaModel", None),
+                "{generated}"
+            );
+        }
+    }
+
+    #[test]
+    fn sglang_omni_is_engine_code() {
+        let stack = [
+            "/ws/sglang-omni/sglang_omni/engines/omni_runner.py(210): run_step",
+            "/ws/sglang-omni/sglang_omni/models/qwen3_omni/thinker.py(88): forward",
+            "nn.Module: Qwen3OmniMoeThinkerTextAttention_3",
+            "/usr/local/lib/python3.12/dist-packages/flash_attn/flash_attn_interface.py(1464): flash_attn_func",
+        ];
+        assert_eq!(
+            sglang_plugin_locator().site(&stack),
+            site(
+                "sglang_omni/models/qwen3_omni/thinker.py:88 forward",
+                "Qwen3OmniMoeThinkerTextAttention",
+                None
+            )
+        );
+    }
+
     #[test]
     fn parse_frame_splits_path_line_function() {
         assert_eq!(
@@ -281,6 +581,18 @@ mod tests {
 
     #[test]
     fn innermost_engine_frame_skipping_wrappers() {
+        // Without a model frame: the innermost engine frame.
+        let no_model = [
+            "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py(2919): _run_batch_inner",
+            "/sgl-workspace/sglang/python/sglang/srt/layers/sampler.py(83): forward",
+            "torch/nn/modules/module.py(1750): _call_impl",
+            "/sgl-workspace/sglang/python/sglang/srt/layers/linear.py(448): forward",
+            "torch/nn/functional.py(2380): linear",
+        ];
+        assert_eq!(
+            sglang_locator().location(&no_model).as_deref(),
+            Some("python/sglang/srt/layers/linear.py:448 forward")
+        );
         let stack = [
             "threading.py(1012): run",
             "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py(2919): _run_batch_inner",
@@ -291,6 +603,8 @@ mod tests {
             "torch/nn/functional.py(2380): linear",
             "<built-in function linear>",
         ];
+        // A model frame without module frames (no `with_modules`): nothing would say
+        // which layer it called, so the engine frame stays.
         assert_eq!(
             sglang_locator().location(&stack).as_deref(),
             Some("python/sglang/srt/layers/linear.py:448 forward")

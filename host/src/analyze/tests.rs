@@ -46,6 +46,10 @@ fn vllm_attribution() -> Attribution {
     }
 }
 
+/// A kernel row as the B200 test reads it: name prefix, GPU time, launches, family, and
+/// its largest site's location and module.
+type TopRow<'a> = (&'a str, f64, u64, &'a str, &'a str, Option<&'a str>);
+
 /// The SGLang plugin's attribution (plugins/sglang), restated.
 fn sglang_attribution() -> Attribution {
     Attribution {
@@ -58,6 +62,13 @@ fn sglang_attribution() -> Attribution {
             ("sglang/srt/compilation/", ""),
             ("sglang/srt/model_executor/compilation/", ""),
             ("sglang/srt/utils/kernel_shape_profiler.py", ""),
+            ("sgl_kernel/", ""),
+            ("sglang/jit_kernel/", ""),
+            (
+                "sglang/srt/distributed/device_communicators/pynccl_wrapper.py",
+                "",
+            ),
+            ("sglang/srt/layers/quantization/", "apply"),
         ])
     }
 }
@@ -126,7 +137,8 @@ fn vllm_b200_eager_prefill_kernel_table() {
     let r = &reports[0];
     assert_eq!(r.stage, "extend/prefill");
     assert_eq!(r.total_gpu_time_us, 11_665.760);
-    let top: Vec<(&str, f64, u64, &str, &str)> = r
+    // Each row's largest site: the gpt-oss model line and the module it called.
+    let top: Vec<TopRow<'_>> = r
         .kernels
         .iter()
         .take(5)
@@ -137,6 +149,7 @@ fn vllm_b200_eager_prefill_kernel_table() {
                 k.launches,
                 k.family.as_str(),
                 k.python_locations[0].location.as_str(),
+                k.python_locations[0].module.as_deref(),
             )
         })
         .collect();
@@ -148,35 +161,40 @@ fn vllm_b200_eager_prefill_kernel_table() {
                 3_181.785,
                 36,
                 "moe",
-                "vllm/model_executor/layers/quantization/mxfp4.py:889 apply"
+                "vllm/model_executor/models/gpt_oss.py:179 forward",
+                Some("FusedMoE"),
             ),
             (
                 "void (anonymous namespace)::multimem_all",
                 2_119.548,
                 73,
                 "communication",
-                "vllm/distributed/device_communicators/symm_mem.py:127 all_reduce"
+                "vllm/model_executor/models/gpt_oss.py:179 forward",
+                Some("FusedMoE"),
             ),
             (
                 "bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x2",
                 2_033.052,
                 36,
                 "moe",
-                "vllm/model_executor/layers/quantization/mxfp4.py:889 apply"
+                "vllm/model_executor/models/gpt_oss.py:179 forward",
+                Some("FusedMoE"),
             ),
             (
                 "Memcpy DtoD (Device -> Device)",
                 781.5,
                 146,
                 "memory",
-                "vllm/distributed/device_communicators/symm_mem.py:127 all_reduce"
+                "vllm/model_executor/models/gpt_oss.py:130 forward",
+                Some("RowParallelLinear"),
             ),
             (
                 "std::enable_if<(((8)>(0)))&&vllm::_typeC",
                 452.068,
                 72,
                 "norm",
-                "vllm/_custom_ops.py:334 fused_add_rms_norm"
+                "vllm/model_executor/models/gpt_oss.py:221 forward",
+                Some("RMSNorm"),
             ),
         ]
     );
@@ -199,9 +217,16 @@ fn vllm_b200_eager_prefill_kernel_table() {
     );
     assert_eq!(copy.gpu_time_us, 380.568);
     assert_eq!(copy.python_locations.len(), 2);
+    // The MoE block's line that called FusedMoE; the layer function behind it stays
+    // visible to fuse patterns as the launch frame.
     assert_eq!(
         copy.python_locations[0].location,
-        "vllm/model_executor/layers/fused_moe/layer.py:1696 forward_native"
+        "vllm/model_executor/models/gpt_oss.py:179 forward"
+    );
+    assert_eq!(copy.python_locations[0].module.as_deref(), Some("FusedMoE"));
+    assert_eq!(
+        copy.python_locations[0].launch_frame.as_deref(),
+        Some("vllm/model_executor/layers/fused_moe/layer.py:1696 forward_native")
     );
     assert_eq!(
         copy.python_locations[0].share_pct,

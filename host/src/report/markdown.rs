@@ -358,6 +358,7 @@ GPU busy 70.56 ms on 2 streams: 1.20 ms overlapped, 0.04 ms idle
                 "c.py:3 h".to_string(),
                 "d.py:4 i".to_string(),
             ],
+            modules: Vec::new(),
             candidate_paths: vec![
                 "python/sglang/srt/layers/layernorm.py".to_string(),
                 "x|y.py".to_string(),

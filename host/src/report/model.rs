@@ -180,6 +180,16 @@ pub struct KernelRow {
     /// most GPU time, when the trace or its capture recorded shapes; ties by text.
     #[serde(default)]
     pub input_dims: Option<String>,
+    /// How the row's launches resolved from the mapping trace were paired with their
+    /// mapping kernels: `exact` (equal canonical name), `family` (another name of the
+    /// same kernel family) or `fused-split` (a fused kernel and the split ones it stands
+    /// for), the kind with the most of that GPU time; absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched_by: Option<String>,
+    /// Those launches' pair confidence (exact 1.0, family 0.5, fused-split 0.4),
+    /// averaged weighted by GPU time; absent with `matched_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapping_confidence: Option<f64>,
     /// The row's GPU time by launch site and CPU op together, so a matcher can count only
     /// the launches that belong to a pattern (`analyze::fuse`); not part of the report.
     #[serde(skip)]
@@ -214,6 +224,15 @@ pub struct SiteShare {
     /// most of its GPU time.
     #[serde(default = "eager_source")]
     pub launch_site_source: String,
+    /// The class of the `nn.Module` that made the launch: the innermost `nn.Module:`
+    /// frame of its stack, instance number dropped (`RowParallelLinear`); absent when the
+    /// trace recorded no module frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// The innermost engine frame of the launch (`path:line function`), when `location`
+    /// is the model's frame that called it instead; fuse patterns match both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_frame: Option<String>,
 }
 
 /// `launch_site_source` of reports saved before it existed: every site was eager or a
@@ -315,6 +334,10 @@ pub struct FusionRow {
     pub evidence: Vec<FusionEvidence>,
     /// Launch sites of the related rows (`path:line function`), first seen first.
     pub python_locations: Vec<String>,
+    /// The calling modules of those sites (each site's `module`), first seen first;
+    /// empty when the trace recorded no module frames.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<String>,
     /// Where the fused path lives, repository-relative.
     pub candidate_paths: Vec<String>,
     /// `owner/repo@commit:path` of the upstream files the row was checked against.

@@ -5,6 +5,8 @@ use super::model::*;
 
 pub(super) fn site(location: &str, share_pct: f64) -> SiteShare {
     SiteShare {
+        module: None,
+        launch_frame: None,
         location: location.to_string(),
         share_pct,
         launch_site_source: "eager".to_string(),
@@ -19,6 +21,8 @@ pub(super) fn row(
     launches: u64,
 ) -> KernelRow {
     KernelRow {
+        matched_by: None,
+        mapping_confidence: None,
         name: name.to_string(),
         raw_names: vec![name.to_string()],
         family: family.to_string(),

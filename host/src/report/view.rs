@@ -361,29 +361,49 @@ fn location_text(location: &str) -> String {
     }
 }
 
-/// The first sites; each with its site share only when there is more than one to tell
-/// apart, and with where it came from when that was not the launch itself
-/// ([`resolved_source`]). No site at all reads `unresolved`.
+/// The first sites; each with its calling module, its site share only when there is
+/// more than one to tell apart, and where it came from when that was not the launch
+/// itself ([`resolved_source`]; a mapping site with the row's pair kind and confidence),
+/// in parentheses after the location. No site at all
+/// reads `unresolved`.
 pub(super) fn location_lines(row: &KernelRow) -> Cell {
     let shown = &row.python_locations[..row.python_locations.len().min(SITES_SHOWN)];
-    match shown {
-        [] => vec![UNRESOLVED.to_string()],
-        [only] => vec![match resolved_source(only) {
-            Some(source) => format!("{} ({source})", location_text(&only.location)),
-            None => location_text(&only.location),
-        }],
-        several => several
-            .iter()
-            .map(|site| {
-                let source = resolved_source(site).map_or(String::new(), |s| format!("{s}, "));
-                format!(
-                    "{} ({source}site share {:.0}%)",
-                    location_text(&site.location),
-                    site.share_pct
-                )
-            })
-            .collect(),
+    let several = shown.len() > 1;
+    if shown.is_empty() {
+        return vec![UNRESOLVED.to_string()];
     }
+    shown
+        .iter()
+        .map(|site| {
+            let share = several.then(|| format!("site share {:.0}%", site.share_pct));
+            let notes: Vec<String> = site
+                .module
+                .as_deref()
+                .map(trace)
+                .into_iter()
+                .chain(resolved_source(site).map(|source| match (source, row) {
+                    (
+                        "mapping",
+                        KernelRow {
+                            matched_by: Some(by),
+                            mapping_confidence: Some(confidence),
+                            ..
+                        },
+                    ) if ["exact", "family", "fused-split"].contains(&by.as_str()) => {
+                        // The tool's own words (a saved report's other text is not shown).
+                        format!("mapping by {by} {confidence:.2}")
+                    }
+                    _ => source.to_string(),
+                }))
+                .chain(share)
+                .collect();
+            if notes.is_empty() {
+                location_text(&site.location)
+            } else {
+                format!("{} ({})", location_text(&site.location), notes.join(", "))
+            }
+        })
+        .collect()
 }
 
 /// The source a site's location was resolved from, when it was not its own launch:
@@ -712,6 +732,60 @@ mod tests {
         assert_eq!(
             location_cell("models/utils.py:9 apply_qk_norm"),
             "apply_qk_norm @ models/utils.py:9"
+        );
+    }
+
+    /// The calling module leads a site's parentheses, as trace text; a site without one
+    /// reads as before.
+    #[test]
+    fn sites_name_their_calling_module_first() {
+        use crate::report::sample::{row, site};
+        let mut kernel = row("k", "gemm", 10.0, 10.0, 1);
+        kernel.python_locations = vec![
+            site("models/qwen3.py:263 forward", 60.0),
+            site("layers/sampler.py:83 forward", 40.0),
+        ];
+        kernel.python_locations[0].module = Some("RowParallelLinear".into());
+        kernel.python_locations[0].launch_site_source = "capture".into();
+        assert_eq!(
+            location_lines(&kernel),
+            [
+                format!(
+                    "{} ({}, capture, site share 60%)",
+                    trace("models/qwen3.py:263 forward"),
+                    trace("RowParallelLinear")
+                ),
+                format!("{} (site share 40%)", trace("layers/sampler.py:83 forward")),
+            ]
+        );
+        kernel.python_locations.truncate(1);
+        kernel.python_locations[0].launch_site_source = "eager".into();
+        assert_eq!(
+            location_lines(&kernel),
+            [format!(
+                "{} ({})",
+                trace("models/qwen3.py:263 forward"),
+                trace("RowParallelLinear")
+            )]
+        );
+    }
+
+    /// A site resolved from the mapping trace says how its kernel was paired and how sure
+    /// the pair is (the row's `matched_by`, `mapping_confidence`).
+    #[test]
+    fn mapping_sites_say_how_they_were_paired() {
+        use crate::report::sample::{row, site};
+        let mut kernel = row("k", "gemm", 10.0, 10.0, 1);
+        kernel.python_locations = vec![site("models/qwen3.py:90 forward", 100.0)];
+        kernel.python_locations[0].launch_site_source = "mapping".into();
+        kernel.matched_by = Some("family".into());
+        kernel.mapping_confidence = Some(0.5);
+        assert_eq!(
+            location_lines(&kernel),
+            [format!(
+                "{} (mapping by family 0.50)",
+                trace("models/qwen3.py:90 forward")
+            )]
         );
     }
 

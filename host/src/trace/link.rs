@@ -69,6 +69,50 @@ impl SiteSource {
     }
 }
 
+/// How a replayed kernel was paired with its mapping-trace counterpart
+/// (`analyze::graph::align` decides it); decides the pair's confidence.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PairKind {
+    /// Equal canonical names.
+    Exact,
+    /// Different names of one family (another GEMM tile, another norm variant).
+    Family,
+    /// A fused kernel and one of the kernels it stands for (see `align`'s docs).
+    Fused,
+}
+
+impl PairKind {
+    /// Every kind, in the order per-kind sums keep them.
+    pub const ALL: [PairKind; 3] = [PairKind::Exact, PairKind::Family, PairKind::Fused];
+
+    /// How sure the pair is, in (0, 1].
+    pub fn confidence(self) -> f64 {
+        match self {
+            PairKind::Exact => 1.0,
+            PairKind::Family => 0.5,
+            PairKind::Fused => 0.4,
+        }
+    }
+
+    /// The word reports and notes use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PairKind::Exact => "exact",
+            PairKind::Family => "family",
+            PairKind::Fused => "fused",
+        }
+    }
+
+    /// The JSON spelling (`matched_by`): a fused kernel stands for split ones and back.
+    pub fn matched_by(self) -> &'static str {
+        match self {
+            PairKind::Exact => "exact",
+            PairKind::Family => "family",
+            PairKind::Fused => "fused-split",
+        }
+    }
+}
+
 /// Where one GPU op came from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchSite {
@@ -87,6 +131,8 @@ pub struct LaunchSite {
     /// The launching CPU op's `Input Dims` / `Input type` JSON text, when known.
     pub input_dims: Option<Sym>,
     pub input_types: Option<Sym>,
+    /// How the site's mapping-trace kernel was paired with it (`SiteSource::Mapping`).
+    pub mapping_pair: Option<PairKind>,
 }
 
 /// What linking achieved, for the report's notes.

@@ -109,6 +109,19 @@ impl EnginePlugin for SgLang {
                 wrapper("sglang/srt/model_executor/compilation/", ""),
                 // Kernel-shape profiler hooks every op: python/sglang/srt/utils/kernel_shape_profiler.py.
                 wrapper("sglang/srt/utils/kernel_shape_profiler.py", ""),
+                // Library wrappers: thin Python bindings that only hand tensors to a kernel,
+                // so the layer or model line that called them is the site worth showing
+                // (sgl-project/sglang sgl-kernel/python/sgl_kernel/, python/sglang/jit_kernel/,
+                // python/sglang/srt/distributed/device_communicators/pynccl_wrapper.py, and
+                // the quantization methods' `apply`, e.g.
+                // python/sglang/srt/layers/quantization/unquant.py UnquantizedLinearMethod.apply).
+                wrapper("sgl_kernel/", ""),
+                wrapper("sglang/jit_kernel/", ""),
+                wrapper(
+                    "sglang/srt/distributed/device_communicators/pynccl_wrapper.py",
+                    "",
+                ),
+                wrapper("sglang/srt/layers/quantization/", "apply"),
             ]
             .into_iter()
             .collect(),

@@ -82,6 +82,12 @@ impl EnginePlugin for Vllm {
                 // the layer that called them is the site worth showing.
                 wrapper("vllm/_custom_ops.py", ""),
                 wrapper("vllm/model_executor/custom_op.py", "forward"),
+                // The NCCL library binding (vllm/distributed/device_communicators/pynccl_wrapper.py):
+                // its caller (pynccl.py, the layer) is the site.
+                wrapper(
+                    "vllm/distributed/device_communicators/pynccl_wrapper.py",
+                    "",
+                ),
             ]
             .into_iter()
             .collect(),

@@ -42,6 +42,29 @@ fn rows(report: &Value) -> BTreeMap<String, (Vec<String>, Vec<String>)> {
         .collect()
 }
 
+/// Kernel name -> the row's (`matched_by`, `mapping_confidence`) in the decode stage,
+/// `None` for a row no mapping pair resolved.
+fn mapping_confidence(report: &Value) -> BTreeMap<String, Option<(String, f64)>> {
+    let stage = report["stages"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["stage"] == "decode"))
+        .expect("a decode stage");
+    stage["kernels"]
+        .as_array()
+        .expect("kernel rows")
+        .iter()
+        .map(|row| {
+            let pair = row["matched_by"].as_str().map(|by| {
+                (
+                    by.to_string(),
+                    row["mapping_confidence"].as_f64().expect("a confidence"),
+                )
+            });
+            (row["name"].as_str().expect("row name").to_string(), pair)
+        })
+        .collect()
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
@@ -74,6 +97,24 @@ fn check_pair(truth: &PairTruth) {
         "0",
     ]);
     let mapped = rows(&report);
+    // Each row says how its kernel was paired, as the truth knows it.
+    let confidence = mapping_confidence(&report);
+    for node in &truth.nodes {
+        let want = match node.kind.as_str() {
+            "exact" => Some(("exact", 1.0)),
+            "family" => Some(("family", 0.5)),
+            "fused" => Some(("fused-split", 0.4)),
+            _ => None,
+        };
+        assert_eq!(
+            confidence[&node.kernel],
+            want.map(|(by, c)| (by.to_string(), c)),
+            "{}: {} ({})",
+            truth.name,
+            node.kernel,
+            node.kind
+        );
+    }
     for node in &truth.nodes {
         let (locations, cpu_ops) = &mapped[&node.kernel];
         let want = match &node.counterpart {

@@ -30,12 +30,19 @@ pub struct Haystack {
 
 impl Haystack {
     pub fn of(row: &KernelRow) -> Haystack {
+        // A site offers its location and, when that is the model's frame, the engine
+        // frame behind it: patterns name the engine's layer functions.
         let (location_sites, locations) = row
             .python_locations
             .iter()
             .enumerate()
             .filter(|(_, s)| s.location != crate::analyze::kernels::UNRESOLVED)
-            .map(|(i, s)| (i, FieldText::new(location_without_hashes(&s.location))))
+            .flat_map(|(i, s)| {
+                std::iter::once(&s.location)
+                    .chain(&s.launch_frame)
+                    .map(move |l| (i, l))
+            })
+            .map(|(i, l)| (i, FieldText::new(location_without_hashes(l))))
             .unzip();
         Haystack {
             name: FieldText::new(row.name.clone()),
@@ -107,14 +114,18 @@ impl Haystack {
         })
     }
 
-    /// The row's launch sites (indices into `python_locations`) that `pattern` matches.
+    /// The row's launch sites (indices into `python_locations`) that `pattern` matches,
+    /// each once.
     fn sites_matching(&self, pattern: &Pattern) -> Vec<usize> {
-        self.locations
+        let mut sites: Vec<usize> = self
+            .locations
             .iter()
             .zip(&self.location_sites)
             .filter(|(field, _)| pattern.matches(field))
             .map(|(_, &site)| site)
-            .collect()
+            .collect();
+        sites.dedup();
+        sites
     }
 }
 

@@ -170,10 +170,14 @@ pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow
         .collect();
     // Only the sites that were counted (location patterns, same-site groups).
     let mut python_locations: Vec<String> = Vec::new();
+    let mut modules: Vec<String> = Vec::new();
     for (hit, _) in hits.related() {
         for site in hit.counted_sites(&kernels[hit.row]) {
             if !python_locations.contains(&site.location) {
                 python_locations.push(site.location.clone());
+            }
+            if let Some(module) = site.module.as_ref().filter(|m| !modules.contains(m)) {
+                modules.push(module.clone());
             }
         }
     }
@@ -198,6 +202,7 @@ pub fn fusion_row(candidate: &Candidate<'_>, kernels: &[KernelRow]) -> FusionRow
         share_pct: candidate.share_pct,
         evidence,
         python_locations,
+        modules,
         candidate_paths: rule.candidate_paths.clone(),
         checked_against: rule.checked_against.clone(),
         rationale,

@@ -292,6 +292,8 @@ mod tests {
 
     fn kernel(name: &str, us: f64, location: &str) -> KernelRow {
         KernelRow {
+            matched_by: None,
+            mapping_confidence: None,
             name: name.to_string(),
             raw_names: vec![name.to_string()],
             family: "other".to_string(),
@@ -299,6 +301,8 @@ mod tests {
             share_pct: us,
             launches: 1,
             python_locations: vec![SiteShare {
+                module: None,
+                launch_frame: None,
                 location: location.to_string(),
                 share_pct: 100.0,
                 launch_site_source: "graph-launch".to_string(),

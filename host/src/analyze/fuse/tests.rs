@@ -25,6 +25,8 @@ fn row_text(id: &str, priority: i64, subsumes: &str, extra: &str) -> String {
 
 fn kernel(name: &str, us: f64, location: &str, op: &str) -> KernelRow {
     KernelRow {
+        matched_by: None,
+        mapping_confidence: None,
         name: name.to_string(),
         raw_names: vec![name.to_string()],
         family: "other".to_string(),
@@ -32,6 +34,8 @@ fn kernel(name: &str, us: f64, location: &str, op: &str) -> KernelRow {
         share_pct: us,
         launches: 1,
         python_locations: vec![SiteShare {
+            module: None,
+            launch_frame: None,
             location: location.to_string(),
             share_pct: 100.0,
             launch_site_source: "eager".to_string(),
@@ -467,6 +471,8 @@ fn kernel_at(name: &str, us: f64, op: &str, sites: &[(&str, f64)]) -> KernelRow 
     row.python_locations = sites
         .iter()
         .map(|(location, share_pct)| SiteShare {
+            module: None,
+            launch_frame: None,
             location: location.to_string(),
             share_pct: *share_pct,
             launch_site_source: "eager".to_string(),
@@ -509,6 +515,31 @@ fn a_location_pattern_counts_only_the_launches_at_the_sites_it_matched() {
         rows[0].python_locations,
         ["models/qwen3.py:88 apply_qk_norm"]
     );
+}
+
+#[test]
+fn a_location_pattern_sees_the_launch_frame_behind_a_model_frame() {
+    // The site shows the model's line (qwen3.py:167) that called the norm module; the
+    // layer function the catalog pattern names (apply_qk_norm) is its launch frame.
+    let body = row_text("qk-norm", 0, "", QK_NORM_BY_LOCATION);
+    let rules = rules(&body);
+    let mut norm = two_site_norm();
+    norm.python_locations[1].location = "models/qwen3.py:167 forward_prepare_native".into();
+    norm.python_locations[1].module = Some("RMSNorm".into());
+    norm.python_locations[1].launch_frame = Some("models/utils.py:416 apply_qk_norm".into());
+    let facts = RunFacts::default();
+    let rows = fuse_table(&rules, &[norm], 100.0, &input(&facts));
+    assert_eq!(rows.len(), 1);
+    assert!(
+        (rows[0].related_gpu_time_us - 3.0).abs() < 1e-9,
+        "{:?}",
+        rows[0]
+    );
+    assert_eq!(
+        rows[0].python_locations,
+        ["models/qwen3.py:167 forward_prepare_native"]
+    );
+    assert_eq!(rows[0].modules, ["RMSNorm"]);
 }
 
 #[test]

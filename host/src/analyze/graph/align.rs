@@ -56,36 +56,7 @@ pub struct NodeKey<'a> {
     pub family: Option<&'a str>,
 }
 
-/// How a pair was made; decides its confidence.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum PairKind {
-    /// Equal canonical names.
-    Exact,
-    /// Different names of one family (another GEMM tile, another norm variant).
-    Family,
-    /// A fused kernel and one of the kernels it stands for (see the module docs).
-    Fused,
-}
-
-impl PairKind {
-    /// How sure the pair is, in (0, 1].
-    pub fn confidence(self) -> f64 {
-        match self {
-            PairKind::Exact => 1.0,
-            PairKind::Family => 0.5,
-            PairKind::Fused => 0.4,
-        }
-    }
-
-    /// The word reports and notes use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PairKind::Exact => "exact",
-            PairKind::Family => "family",
-            PairKind::Fused => "fused",
-        }
-    }
-}
+pub use crate::trace::link::PairKind;
 
 /// Why a node has no counterpart.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

@@ -200,6 +200,7 @@ pub(crate) fn resolve_from_mapping(
             site.input_types = input_types;
             site.stack = stack;
             site.source = SiteSource::Mapping;
+            site.mapping_pair = Some(kind);
             summary.resolved_ops[kind_index(kind)] += 1;
             summary.resolved_ns[kind_index(kind)] += dur;
         }

@@ -4,16 +4,13 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::analyze::location::parse_frame;
+use crate::analyze::location::{module_class, parse_frame, MODULE_FRAME};
 use crate::catalog::pattern::tokens;
 use crate::catalog::roles::{RoleId, RoleSubject};
 use crate::catalog::{FamilyRules, RoleRules};
 use crate::trace::event::{Sym, Trace};
 use crate::trace::link::{Linked, StackId};
 use crate::trace::names::demangle;
-
-/// The frame-name prefix torch.profiler gives module frames (`with_modules`).
-const MODULE_FRAME: &str = "nn.Module: ";
 
 /// The module classes and frame paths of one launch stack.
 struct StackText<'t> {
@@ -112,15 +109,6 @@ fn stack_text<'t>(trace: &'t Trace, frames: &[Sym]) -> StackText<'t> {
         }
     }
     StackText { modules, paths }
-}
-
-/// `Qwen3Attention_0` -> `Qwen3Attention`: torch numbers each module instance.
-fn module_class(instance: &str) -> &str {
-    match instance.rsplit_once('_') {
-        Some((class, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => class,
-        _ => instance,
-    }
-    .trim()
 }
 
 #[cfg(test)]

@@ -96,6 +96,8 @@ fn report_with(names: &[&str]) -> StageReport {
     };
     for name in names {
         stage.kernels.push(crate::report::model::KernelRow {
+            matched_by: None,
+            mapping_confidence: None,
             name: name.to_string(),
             raw_names: vec![name.to_string()],
             family: "other".to_string(),
