@@ -215,8 +215,11 @@ impl PairTruth {
     }
 }
 
+/// One part of a step's wall time.
+pub type Part = fn(&StepParts) -> u64;
+
 /// The wall-time parts by the name the timeline's step fields give them (without `_us`).
-pub const PARTS: [(&str, fn(&StepParts) -> u64); 5] = [
+pub const PARTS: [(&str, Part); 5] = [
     ("compute", |s| s.compute_ns),
     ("exposed_comm", |s| s.exposed_comm_ns),
     ("memcpy", |s| s.memcpy_ns),

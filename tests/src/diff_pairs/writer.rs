@@ -288,10 +288,10 @@ impl Writer<'_> {
         }
         let model = self.profile.model;
         self.open_module("Qwen3ForCausalLM", 0, &model[0]);
-        for layer in 0..LAYERS {
+        for (layer, durations) in table.iter().enumerate() {
             self.open_module("Qwen3DecoderLayer", layer, &model[1]);
-            for (pos, op) in ops.iter().enumerate() {
-                self.layer_op(pos, op, table[layer][pos]);
+            for (pos, (op, &dur)) in ops.iter().zip(durations).enumerate() {
+                self.layer_op(pos, op, dur);
             }
             self.close_frames(3);
         }
