@@ -187,7 +187,7 @@ impl PairTruth {
                         "base_ns": r.base_ns,
                         "new_ns": r.new_ns,
                         "delta_ns": r.delta_ns(),
-                        "delta_ns_per_step": r.delta_ns() as f64 / self.base.steps.len() as f64,
+                        "delta_ns_per_step": per_step(r.delta_ns(), self.base.steps.len()),
                     })
                 })
                 .collect::<Vec<_>>()
@@ -201,7 +201,7 @@ impl PairTruth {
             "steps": steps,
             "exact": "every ns below is exact; per-step figures are the stage totals divided by steps",
             "step_wall_delta_ns": step_delta,
-            "step_wall_delta_ns_per_step": step_delta as f64 / steps as f64,
+            "step_wall_delta_ns_per_step": per_step(step_delta, self.base.steps.len()),
             "changed_kernels": rows(self.changed_kernels()),
             "changed_roles": rows(self.changed_roles()),
             "changed_parts": rows(self.changed_parts()),
@@ -212,6 +212,17 @@ impl PairTruth {
             "base": self.base.to_json(dir),
             "new": self.new.to_json(dir),
         })
+    }
+}
+
+/// `ns / steps`: an integer where it divides (every pair but a host gap over uneven
+/// steps), else the exact quotient as a float.
+fn per_step(ns: i64, steps: usize) -> Value {
+    let steps = steps.max(1) as i64;
+    if ns % steps == 0 {
+        json!(ns / steps)
+    } else {
+        json!(ns as f64 / steps as f64)
     }
 }
 
