@@ -1,7 +1,7 @@
 //! `--format json`: the `Report` value as-is (schema: `model.rs`, versioned by
 //! `SCHEMA_VERSION`), pretty-printed, ending in a newline.
 
-use super::{Renderer, Report};
+use super::{DiffDocument, DiffReport, Renderer, Report};
 
 pub(crate) struct Json;
 
@@ -15,6 +15,16 @@ impl Renderer for Json {
         text.push('\n');
         text
     }
+}
+
+/// `diff --format json`: `{"diff": {...}}` (the `DiffReport` under the key `diff`).
+pub(crate) fn render_diff(diff: &DiffReport) -> String {
+    let document = DiffDocument { diff: diff.clone() };
+    let mut text = serde_json::to_string_pretty(&document).unwrap_or_else(|e| {
+        serde_json::json!({ "error": format!("cannot serialise diff: {e}") }).to_string()
+    });
+    text.push('\n');
+    text
 }
 
 #[cfg(test)]
