@@ -45,7 +45,10 @@ fn sum_errors(what: &str, stage: &Stage) -> Vec<String> {
     }
     for r in &stage.rows {
         if r.new_ns - r.base_ns != r.delta_ns {
-            wrong.push(format!("{what} {}: row {r:?}: new - base != delta", stage.stage));
+            wrong.push(format!(
+                "{what} {}: row {r:?}: new - base != delta",
+                stage.stage
+            ));
         }
     }
     wrong
