@@ -1,7 +1,8 @@
 //! Each injected change of the diff pairs, as `llm-triage diff --format json` reports it:
 //! the right row, its size per step (exact: every step of a pair runs the same durations,
 //! so each stage total divides by the step count; asserted within 1 ns per step for the
-//! rounding the JSON's µs allow) and status, and nothing else moving; the regression gate
+//! rounding the JSON's µs allow) and status, and nothing else moving; nvjet_* and Cijk_*
+//! GEMMs of the same projection meeting at the role across vendors; the regression gate
 //! (exit 7 naming the row at `--fail-on-regression 3` on the 5% GEMMs, not at 10; the
 //! `-ms` form likewise); a saved `--format json` report as a side; and a side that is
 //! neither trace nor report.
@@ -14,7 +15,7 @@ use llm_triage_tests::diff_pairs::{ChangedRow, PairTruth, STAGE};
 use super::support::{diff, diff_stages, pair, regressions, run, Row, Stage};
 
 /// The pair's stage in a diff of its two traces.
-pub(super) fn diffed(truth: &PairTruth, extra: &[&str]) -> Stage {
+fn diffed(truth: &PairTruth, extra: &[&str]) -> Stage {
     let stages = diff_stages(&truth.base.trace, &truth.new.trace, extra);
     let names: Vec<&str> = stages.iter().map(|s| s.stage.as_str()).collect();
     assert_eq!(names, [STAGE], "{}: the pairs hold one stage", truth.name);
@@ -72,7 +73,7 @@ fn row_errors(truth: &PairTruth, row: Option<&Row>, changed: &ChangedRow) -> Vec
 }
 
 /// Rows other than `changed` that moved.
-pub(super) fn moved_rows(stage: &Stage, changed: &BTreeSet<&str>) -> Vec<String> {
+fn moved_rows(stage: &Stage, changed: &BTreeSet<&str>) -> Vec<String> {
     stage
         .rows
         .iter()
@@ -82,7 +83,7 @@ pub(super) fn moved_rows(stage: &Stage, changed: &BTreeSet<&str>) -> Vec<String>
         .collect()
 }
 
-pub(super) fn step_delta_errors(truth: &PairTruth, stage: &Stage) -> Vec<String> {
+fn step_delta_errors(truth: &PairTruth, stage: &Stage) -> Vec<String> {
     let want = per_step(
         truth,
         truth.new.wall_ns() as i64 - truth.base.wall_ns() as i64,
@@ -173,6 +174,65 @@ fn a_different_batch_is_a_workload_note_and_moves_no_row() {
     if !(notes.to_lowercase().contains("workload") && notes.contains("16")) {
         wrong.push(format!(
             "no note that the workloads differ (8 vs 16 requests): {notes}"
+        ));
+    }
+    assert!(wrong.is_empty(), "{}\n{stage:#?}", wrong.join("\n"));
+}
+
+#[test]
+fn nvjet_and_cijk_gemms_of_the_same_projection_meet_at_the_role() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = pair(dir.path(), "cuda-vs-rocm");
+    let stage = diffed(&truth, &[]);
+    let mut wrong = step_delta_errors(&truth, &stage);
+    wrong.extend(moved_rows(&stage, &BTreeSet::new()));
+    let on_both =
+        |key: &str| truth.base.kernels.contains_key(key) && truth.new.kernels.contains_key(key);
+    let fixed = |r: &Row| {
+        !truth.base.kernels.contains_key(&r.key)
+            && !truth.new.kernels.contains_key(&r.key)
+            && !r.key.starts_with("role ")
+    };
+    // Kernel names of each role on the base side: where two names share a role (the
+    // layer norm and the q/k norm are both `norm`), the role cannot tell them apart and
+    // the next key of the order, launch site + family, pairs them.
+    let mut names_of_role: std::collections::BTreeMap<&str, usize> = Default::default();
+    for k in truth.base.kernels.values() {
+        *names_of_role.entry(k.role.as_str()).or_default() += 1;
+    }
+    let shared_role = |key: &str| {
+        truth
+            .base
+            .kernels
+            .get(key)
+            .is_some_and(|k| names_of_role[k.role.as_str()] > 1)
+    };
+    for r in &stage.rows {
+        // A row keyed by a kernel name only one side has, or by a role, met by role, or
+        // by site where its role is shared.
+        let by_site_ok = r.matched_by == "site" && shared_role(&r.key);
+        if !on_both(&r.key) && !fixed(r) && r.matched_by != "role" && !by_site_ok {
+            wrong.push(format!(
+                "row `{}` matched by {}, not role",
+                r.key, r.matched_by
+            ));
+        }
+    }
+    let gemms = stage
+        .rows
+        .iter()
+        .filter(|r| {
+            r.matched_by == "role"
+                && (r.key.contains("nvjet")
+                    || r.key.contains("Cijk")
+                    || ["qkv", "o_proj", "gate_up", "down"]
+                        .iter()
+                        .any(|role| r.key.contains(role)))
+        })
+        .count();
+    if gemms != 3 {
+        wrong.push(format!(
+            "the three GEMM rows (qkv, gate_up, o_proj + down) do not meet by role: {gemms} role-matched GEMM rows"
         ));
     }
     assert!(wrong.is_empty(), "{}\n{stage:#?}", wrong.join("\n"));

@@ -5,9 +5,6 @@
 //! each injected change's row, size and status, the regression gate's exit 7, a saved JSON
 //! report as a side, and a side that is neither trace nor report. `engine.rs` holds the
 //! diff command's own checks on real traces and edited saved reports.
-//!
-//! `pending_role_match.rs` is deliberately not declared here: the cross-vendor pair's
-//! rows should meet by role, and the engine does not pair by role yet (its file says why).
 
 mod changes;
 mod engine;
