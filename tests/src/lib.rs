@@ -13,9 +13,11 @@
 //! so the ground truth is exact. Everything is deterministic in `FixtureSpec::seed`.
 
 pub mod compiled_tp;
+pub mod diff_pairs;
 pub mod emulator;
 mod engines;
 pub mod graph_pairs;
+pub mod names;
 pub mod ranks;
 pub mod timeline;
 

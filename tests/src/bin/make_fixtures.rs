@@ -24,26 +24,49 @@
 //! nodes missing, extra, fused and split against the eager launches) as
 //! `OUT_DIR/<pair>/{graph-off,graph-on}/…` with `ground_truth.json`, for the mapping
 //! alignment.
+//! `make-fixtures --diff-pairs OUT_DIR` writes before/after trace pairs for `llm-triage
+//! diff` (one SGLang prefill profile; GEMMs 5% slower, a fused add + RMSNorm split into
+//! its kernels, 200 µs more host time between steps, twice the batch, the same layers on
+//! an MI300X) as `OUT_DIR/<pair>/{base,new}/…` with `ground_truth.json`: the exact ns
+//! per kernel, role and wall-time part of each side, and what changed.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use llm_triage_tests::{write_fixture, Engine, FixtureSpec, GroundTruth, StageKind};
 
+const USAGE: &str =
+    "usage: make-fixtures [--matrix | --timeline | --ranks | --graph-pairs | --diff-pairs] OUT_DIR";
+
+/// What each mode writes (the module doc above, in short).
+const HELP: &str = concat!(
+    "  (none)         the README's example: an SGLang Qwen3-8B capture, prefill and decode\n",
+    "  --matrix       the 16 fixtures of the end-to-end ground-truth test, OUT_DIR/case<N>/\n",
+    "  --timeline     timeline scenarios with injected idle, OUT_DIR/<scenario>/ + ground_truth.json\n",
+    "  --ranks        multi-rank runs with injected lateness, OUT_DIR/<run>/ + ground_truth.json\n",
+    "  --graph-pairs  graph-off/graph-on pairs for the mapping alignment, OUT_DIR/<pair>/\n",
+    "  --diff-pairs   before/after pairs for `llm-triage diff` with known changes (GEMMs 5% slower,\n",
+    "                 fused add+RMSNorm split, +200 us host gap per step, batch 8 -> 16, CUDA vs\n",
+    "                 ROCm), OUT_DIR/<pair>/{base,new}/ + ground_truth.json"
+);
+
 type WriteFixtures = fn(&Path) -> std::io::Result<Vec<GroundTruth>>;
 
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     let (out, write): (_, WriteFixtures) = match args.as_slice() {
+        [flag] if flag == "--help" || flag == "-h" => {
+            println!("{USAGE}\n\n{HELP}");
+            return ExitCode::SUCCESS;
+        }
         [out] => (out, write_example),
         [flag, out] if flag == "--matrix" => (out, llm_triage_tests::write_matrix),
         [flag, out] if flag == "--timeline" => return write_timeline(Path::new(out)),
         [flag, out] if flag == "--ranks" => return write_ranks(Path::new(out)),
         [flag, out] if flag == "--graph-pairs" => return write_graph_pairs(Path::new(out)),
+        [flag, out] if flag == "--diff-pairs" => return write_diff_pairs(Path::new(out)),
         _ => {
-            eprintln!(
-                "usage: make-fixtures [--matrix | --timeline | --ranks | --graph-pairs] OUT_DIR"
-            );
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -123,6 +146,29 @@ fn write_graph_pairs(out: &Path) -> ExitCode {
                     truth.name,
                     truth.nodes.len(),
                     truth.replays
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("make-fixtures: cannot write {}: {e}", out.display());
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn write_diff_pairs(out: &Path) -> ExitCode {
+    match llm_triage_tests::diff_pairs::write_diff_pairs(out) {
+        Ok(truths) => {
+            for truth in truths {
+                println!(
+                    "{}: {} changed kernels, {} changed roles, wall {} -> {} ns ({})",
+                    truth.name,
+                    truth.changed_kernels().len(),
+                    truth.changed_roles().len(),
+                    truth.base.wall_ns(),
+                    truth.new.wall_ns(),
+                    truth.change
                 );
             }
             ExitCode::SUCCESS

@@ -6,7 +6,7 @@ use crate::{Engine, StageKind};
 
 /// The Qwen3 layer as SGLang runs it on an MI300X: aiter norms, hipBLASLt (Tensile
 /// `Cijk_…`) GEMMs, ck_tile/paged attention, sgl_hip activation, RCCL all-reduce.
-pub(super) fn hip_ops(stage: StageKind) -> Vec<Op> {
+pub(crate) fn hip_ops(stage: StageKind) -> Vec<Op> {
     let attention = match stage {
         StageKind::Decode => "void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, __hip_bfloat16, 0, 256, 16, 4, 4, true, 1>(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16 const*, int, float, int const*, int const*, int const*, int, float const*, int, int, int, float*, float*, __hip_bfloat16*, __hip_bfloat16*, int, float const*, float const*)",
         _ => "_ZN7ck_tile6kentryILi2ENS_38FmhaBatchPrefillWithPagedKVCacheKernelINS_40BlockFmhaBatchPrefillPipelineQRKSVSAsyncEEEEvNT_5KargsE",

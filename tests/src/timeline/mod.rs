@@ -14,7 +14,7 @@
 //! The existing fixtures (`write_fixture`) are untouched: this module only reuses the
 //! engines' frame paths and kernel names, and the µs/JSON text helpers.
 
-mod hip_layer;
+pub(crate) mod hip_layer;
 mod scenarios;
 mod truth;
 mod writer;
