@@ -174,6 +174,8 @@ mod tests {
                 location: site.to_string(),
                 share_pct: 100.0,
                 launch_site_source: "eager".to_string(),
+                module: None,
+                launch_frame: None,
             }],
             cpu_ops: vec![],
             launch_site_source: "eager".to_string(),
@@ -181,6 +183,8 @@ mod tests {
             launch_mix: vec![],
             roofline: None,
             role: role.map(str::to_string),
+            matched_by: None,
+            mapping_confidence: None,
         }
     }
 

@@ -116,6 +116,7 @@ mod tests {
             share_pct: 1.0,
             evidence: vec![],
             python_locations: vec![],
+            modules: vec![],
             candidate_paths: vec![],
             checked_against: vec![],
             rationale: String::new(),

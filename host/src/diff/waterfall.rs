@@ -258,6 +258,8 @@ mod tests {
             launch_mix: vec![],
             roofline: None,
             role: None,
+            matched_by: None,
+            mapping_confidence: None,
         }
     }
 
