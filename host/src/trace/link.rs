@@ -267,9 +267,9 @@ fn legacy_launch_of_op(
         return launch;
     };
     if let Some(c) = ops_by_external.get(trace, id).and_then(|cands| {
-        nearest_start_at_or_before(cands, |&c| trace.cpu_ops[c as usize].ts, op_ts)
+        nearest_start_at_or_before(cands, |&c| trace.cpu_ops.at(c as usize).ts, op_ts)
     }) {
-        let cpu = &trace.cpu_ops[c as usize];
+        let cpu = trace.cpu_ops.at(c as usize);
         launch.site.cpu_op = Some(cpu.name);
         launch.site.input_dims = cpu.input_dims;
         launch.site.input_types = cpu.input_types;
@@ -303,7 +303,7 @@ fn finish_sites(trace: &Trace, launches: Vec<PendingLaunch>) -> (Vec<LaunchSite>
         site.stack = stack;
         if site.cpu_op.is_none() {
             let contains = |c: u32| {
-                let cpu = &trace.cpu_ops[c as usize];
+                let cpu = trace.cpu_ops.at(c as usize);
                 launch_points[i].is_some_and(|((pid, tid), t)| {
                     cpu.pid == pid && cpu.tid == tid && contains_time(cpu.ts, cpu.ts + cpu.dur, t)
                 })
@@ -312,7 +312,7 @@ fn finish_sites(trace: &Trace, launches: Vec<PendingLaunch>) -> (Vec<LaunchSite>
                 Some(c) if contains(c) => Some(c),
                 other => innermost_ops[i].or(other),
             };
-            let cpu = chosen.map(|c| &trace.cpu_ops[c as usize]);
+            let cpu = chosen.map(|c| trace.cpu_ops.at(c as usize));
             site.cpu_op = cpu.map(|op| op.name);
             site.input_dims = cpu.and_then(|op| op.input_dims);
             site.input_types = cpu.and_then(|op| op.input_types);
@@ -489,7 +489,9 @@ impl OpsByExternalId {
     /// The cpu_ops with External id `id`, by start.
     fn get<'s>(&'s self, trace: &Trace, id: u64) -> Option<&'s [u32]> {
         let ops = equal_range(&self.0, |&c| {
-            trace.cpu_ops[c as usize]
+            trace
+                .cpu_ops
+                .at(c as usize)
                 .external_id
                 .unwrap_or_default()
                 .cmp(&id)
@@ -505,14 +507,16 @@ fn index_cpu_ops_by_external_id(
     let wanted: rustc_hash::FxHashSet<u64> = wanted_ids.flatten().collect();
     let mut ops: Vec<u32> = (0..trace.cpu_ops.len() as u32)
         .filter(|&c| {
-            trace.cpu_ops[c as usize]
+            trace
+                .cpu_ops
+                .at(c as usize)
                 .external_id
                 .is_some_and(|id| wanted.contains(&id))
         })
         .collect();
     // Stable: equal starts keep file order, as the candidates always had.
     ops.sort_by_key(|&c| {
-        let op = &trace.cpu_ops[c as usize];
+        let op = trace.cpu_ops.at(c as usize);
         (op.external_id, op.ts)
     });
     OpsByExternalId(ops)
@@ -523,14 +527,14 @@ fn index_cpu_ops_by_external_id(
 /// ids are numbered per process: another process's op with the same id is never taken.
 fn pick_cpu_op(trace: &Trace, candidates: &[u32], thread: Thread, t: Ns) -> Option<u32> {
     let on_thread_containing = candidates.iter().rev().copied().find(|&c| {
-        let op = &trace.cpu_ops[c as usize];
+        let op = trace.cpu_ops.at(c as usize);
         (op.pid, op.tid) == thread && contains_time(op.ts, op.ts + op.dur, t)
     });
     if on_thread_containing.is_some() {
         return on_thread_containing;
     }
-    let in_process = |c: &u32| trace.cpu_ops[*c as usize].pid == thread.0;
-    let start = |c: &u32| trace.cpu_ops[*c as usize].ts;
+    let in_process = |c: &u32| trace.cpu_ops.at(*c as usize).pid == thread.0;
+    let start = |c: &u32| trace.cpu_ops.at(*c as usize).ts;
     if candidates.iter().all(in_process) {
         return nearest_start_at_or_before(candidates, start, t);
     }
@@ -621,9 +625,9 @@ fn items_on_launching_threads(
 /// The innermost cpu_op containing each launch point.
 fn innermost_cpu_ops(trace: &Trace, points: &[Option<(Thread, Ns)>]) -> Vec<Option<u32>> {
     let ops = &trace.cpu_ops;
-    let items = items_on_launching_threads(ops.len(), |i| (ops[i].pid, ops[i].tid), points);
+    let items = items_on_launching_threads(ops.len(), |i| ops.thread(i), points);
     let span = |i: u32| {
-        let op = &ops[i as usize];
+        let op = ops.at(i as usize);
         (op.ts, op.ts.saturating_add(op.dur))
     };
     let mut innermost = vec![None; points.len()];
@@ -639,10 +643,9 @@ fn python_stacks(
     points: &[Option<(Thread, Ns)>],
 ) -> (Vec<Option<StackId>>, Vec<Vec<Sym>>) {
     let frames = &trace.py_frames;
-    let items =
-        items_on_launching_threads(frames.len(), |i| (frames[i].pid, frames[i].tid), points);
+    let items = items_on_launching_threads(frames.len(), |i| frames.thread(i), points);
     let span = |i: u32| {
-        let frame = &frames[i as usize];
+        let frame = frames.at(i as usize);
         (frame.ts, frame.end())
     };
     let mut ids: HashMap<Vec<Sym>, StackId> = HashMap::default();
@@ -663,7 +666,7 @@ fn python_stacks(
         }
         let names: Vec<Sym> = active
             .iter()
-            .map(|iv| frames[iv.item as usize].name)
+            .map(|iv| frames.at(iv.item as usize).name)
             .collect();
         let id = *ids.entry(names).or_insert_with_key(|names| {
             stacks.push(names.clone());
@@ -780,9 +783,11 @@ mod tests {
             ("[[9,9],[9,9]]", r#"["float","float"]"#),
             ("[[1,3,8,8]]", r#"["float"]"#),
         ];
-        for (op, (dims, types)) in trace.cpu_ops.iter_mut().zip(shapes) {
+        for (i, (dims, types)) in shapes.into_iter().enumerate() {
+            let mut op = trace.cpu_ops.at(i);
             op.input_dims = Some(trace.strings.intern(dims));
             op.input_types = Some(trace.strings.intern(types));
+            trace.cpu_ops.set(i, op);
         }
         let linked = link(&trace);
         let got: Vec<(SiteSource, Option<&str>, Option<&str>)> = linked
