@@ -105,7 +105,7 @@ impl Spans {
 
     fn push(&mut self, name: Sym, thread: (Sym, Sym), ts: Ns, dur: Ns) {
         let i = self.packed.len();
-        if i % BLOCK == 0 {
+        if i.is_multiple_of(BLOCK) {
             self.bases.push(ts);
         }
         let packed = self.pack(i, name, thread, ts, dur);
