@@ -203,9 +203,11 @@ impl TraceFixture {
             self.trace.strings.intern(dims),
             self.trace.strings.intern(types),
         );
-        if let Some(op) = self.trace.cpu_ops.last_mut() {
+        if let Some(last) = self.trace.cpu_ops.len().checked_sub(1) {
+            let mut op = self.trace.cpu_ops.at(last);
             op.input_dims = Some(dims);
             op.input_types = Some(types);
+            self.trace.cpu_ops.set(last, op);
         }
         self
     }

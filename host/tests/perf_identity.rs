@@ -187,9 +187,9 @@ mod reference {
             } else if let Some(id) = op.external_id {
                 // Legacy traces: no runtime events, the op's External id names its cpu_op.
                 if let Some(c) = ops_by_external.get(&id).and_then(|cands| {
-                    nearest_start_at_or_before(cands, |&c| trace.cpu_ops[c as usize].ts, op.ts)
+                    nearest_start_at_or_before(cands, |&c| trace.cpu_ops.at(c as usize).ts, op.ts)
                 }) {
-                    let cpu = &trace.cpu_ops[c as usize];
+                    let cpu = trace.cpu_ops.at(c as usize);
                     site.cpu_op = Some(cpu.name);
                     site.input_dims = cpu.input_dims;
                     site.input_types = cpu.input_types;
@@ -212,7 +212,7 @@ mod reference {
                 continue;
             }
             let contains = |c: u32| {
-                let cpu = &trace.cpu_ops[c as usize];
+                let cpu = trace.cpu_ops.at(c as usize);
                 launch_points[i].is_some_and(|((pid, tid), t)| {
                     cpu.pid == pid && cpu.tid == tid && contains_time(cpu.ts, cpu.ts + cpu.dur, t)
                 })
@@ -221,7 +221,7 @@ mod reference {
                 Some(c) if contains(c) => Some(c),
                 other => innermost_ops[i].or(other),
             };
-            let chosen = chosen.map(|c| &trace.cpu_ops[c as usize]);
+            let chosen = chosen.map(|c| trace.cpu_ops.at(c as usize));
             site.cpu_op = chosen.map(|cpu| cpu.name);
             // An eager launch carries its CPU op's recorded shapes.
             site.input_dims = chosen.and_then(|cpu| cpu.input_dims);
@@ -298,7 +298,7 @@ mod reference {
             }
         }
         for ops in by_external.values_mut() {
-            ops.sort_by_key(|&c| trace.cpu_ops[c as usize].ts);
+            ops.sort_by_key(|&c| trace.cpu_ops.at(c as usize).ts);
         }
         by_external
     }
@@ -307,11 +307,11 @@ mod reference {
     /// started last before it, else the first.
     fn pick_cpu_op(trace: &Trace, candidates: &[u32], thread: Thread, t: Ns) -> Option<u32> {
         let on_thread_containing = candidates.iter().rev().copied().find(|&c| {
-            let op = &trace.cpu_ops[c as usize];
+            let op = trace.cpu_ops.at(c as usize);
             (op.pid, op.tid) == thread && contains_time(op.ts, op.ts + op.dur, t)
         });
         on_thread_containing.or_else(|| {
-            nearest_start_at_or_before(candidates, |&c| trace.cpu_ops[c as usize].ts, t)
+            nearest_start_at_or_before(candidates, |&c| trace.cpu_ops.at(c as usize).ts, t)
         })
     }
 
@@ -422,7 +422,7 @@ mod reference {
             }
             let names: Vec<Sym> = active
                 .iter()
-                .map(|iv| trace.py_frames[iv.item as usize].name)
+                .map(|iv| trace.py_frames.at(iv.item as usize).name)
                 .collect();
             let id = *ids.entry(names).or_insert_with_key(|names| {
                 stacks.push(names.clone());

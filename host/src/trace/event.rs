@@ -8,6 +8,8 @@
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::num::NonZeroU64;
+
+pub use crate::trace::compact::{CpuOps, PyFrames};
 use std::path::PathBuf;
 
 /// An interned string of one [`Trace`]'s [`Interner`].
@@ -271,8 +273,9 @@ pub struct Trace {
     pub strings: Interner,
     pub gpu_ops: Vec<GpuOp>,
     pub runtime: Vec<RuntimeCall>,
-    pub cpu_ops: Vec<CpuOp>,
-    pub py_frames: Vec<PyFrame>,
+    /// Stored compactly (`trace::compact`); read back as [`CpuOp`] / [`PyFrame`] values.
+    pub cpu_ops: CpuOps,
+    pub py_frames: PyFrames,
     pub annotations: Vec<Annotation>,
     /// `process_name` metadata: (pid, name).
     pub process_names: Vec<(Sym, Sym)>,

@@ -202,20 +202,30 @@ pub fn link(trace: &Trace) -> Linked {
         });
     let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
 
-    let mut launches = Vec::with_capacity(trace.gpu_ops.len());
+    let mut launches = Launches::with_capacity(trace.gpu_ops.len());
+    let mut no_launch = 0;
     for (op, runtime) in trace.gpu_ops.iter().zip(&runtime_of) {
-        let launch = match *runtime {
-            Some(r) => launch_of_call(trace, &ops_by_external, r, op.external_id),
-            None => legacy_launch_of_op(trace, &ops_by_external, op.external_id, op.ts),
-        };
-        launches.push(launch);
+        no_launch += u64::from(runtime.is_none());
+        match *runtime {
+            Some(r) => launch_of_call(trace, &ops_by_external, r, op.external_id, &mut launches),
+            None => legacy_launch_of_op(
+                trace,
+                &ops_by_external,
+                op.external_id,
+                op.ts,
+                &mut launches,
+            ),
+        }
     }
+    drop((runtime_of, ops_by_external));
     let (sites, stacks) = finish_sites(trace, launches);
 
-    let mut counts = LinkCounts::default();
-    for (site, runtime) in sites.iter().zip(&runtime_of) {
+    let mut counts = LinkCounts {
+        no_launch,
+        ..LinkCounts::default()
+    };
+    for site in &sites {
         counts.linked += u64::from(site.runtime.is_some() || site.cpu_op.is_some());
-        counts.no_launch += u64::from(runtime.is_none());
         counts.no_stack += u64::from(site.stack.is_none());
         counts.graph_replays += u64::from(site.graph_replay);
     }
@@ -235,10 +245,10 @@ pub fn link(trace: &Trace) -> Linked {
 pub fn link_launches(trace: &Trace, calls: &[u32]) -> Linked {
     let wanted = calls.iter().map(|&c| trace.runtime[c as usize].external_id);
     let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
-    let launches = calls
-        .iter()
-        .map(|&c| launch_of_call(trace, &ops_by_external, c, None))
-        .collect();
+    let mut launches = Launches::with_capacity(calls.len());
+    for &c in calls {
+        launch_of_call(trace, &ops_by_external, c, None, &mut launches);
+    }
     let (sites, stacks) = finish_sites(trace, launches);
     let counts = LinkCounts {
         linked: sites.iter().filter(|s| s.cpu_op.is_some()).count() as u64,
@@ -253,23 +263,41 @@ pub fn link_launches(trace: &Trace, calls: &[u32]) -> Linked {
     }
 }
 
-/// A launch before its cpu_op and stack are chosen: the site so far, where and when it
-/// happened on the CPU, and the cpu_op its External id names (before the containment
-/// check).
-struct PendingLaunch {
-    site: LaunchSite,
-    point: Option<(Thread, Ns)>,
-    external_op: Option<u32>,
+/// The launches before their cpu_op and stack are chosen, as parallel lists (no list of
+/// structs beside the sites: at a million kernels that was the link's largest transient):
+/// each site so far, where and when it happened on the CPU, and the cpu_op its External
+/// id names (before the containment check).
+struct Launches {
+    sites: Vec<LaunchSite>,
+    points: Vec<Option<(Thread, Ns)>>,
+    external_ops: Vec<Option<u32>>,
 }
 
-/// The launch of runtime call `r`; `fallback_external` is the External id to use when the
-/// call has none (a kernel's own).
+impl Launches {
+    fn with_capacity(n: usize) -> Launches {
+        Launches {
+            sites: Vec::with_capacity(n),
+            points: Vec::with_capacity(n),
+            external_ops: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, site: LaunchSite, point: Option<(Thread, Ns)>, external_op: Option<u32>) {
+        self.sites.push(site);
+        self.points.push(point);
+        self.external_ops.push(external_op);
+    }
+}
+
+/// Adds the launch of runtime call `r`; `fallback_external` is the External id to use
+/// when the call has none (a kernel's own).
 fn launch_of_call(
     trace: &Trace,
     ops_by_external: &OpsByExternalId,
     r: u32,
     fallback_external: Option<u64>,
-) -> PendingLaunch {
+    launches: &mut Launches,
+) {
     let call = &trace.runtime[r as usize];
     let mut site = LaunchSite {
         runtime: Some(r),
@@ -290,11 +318,7 @@ fn launch_of_call(
             call.ts,
         )
     });
-    PendingLaunch {
-        site,
-        point: Some(((call.pid, call.tid), call.ts)),
-        external_op,
-    }
+    launches.push(site, Some(((call.pid, call.tid), call.ts)), external_op);
 }
 
 /// Legacy traces: no runtime events, the op's External id names its cpu_op.
@@ -303,34 +327,37 @@ fn legacy_launch_of_op(
     ops_by_external: &OpsByExternalId,
     external_id: Option<u64>,
     op_ts: Ns,
-) -> PendingLaunch {
-    let mut launch = PendingLaunch {
-        site: LaunchSite::default(),
-        point: None,
-        external_op: None,
+    launches: &mut Launches,
+) {
+    let found = external_id.and_then(|id| {
+        let cands = ops_by_external.get(trace, id)?;
+        nearest_start_at_or_before(cands, |&c| trace.cpu_ops.at(c as usize).ts, op_ts)
+    });
+    let Some(c) = found else {
+        launches.push(LaunchSite::default(), None, None);
+        return;
     };
-    let Some(id) = external_id else {
-        return launch;
+    let cpu = trace.cpu_ops.at(c as usize);
+    let site = LaunchSite {
+        cpu_op: Some(cpu.name),
+        input_dims: cpu.input_dims,
+        input_types: cpu.input_types,
+        launch_ts: Some(cpu.ts),
+        ..LaunchSite::default()
     };
-    if let Some(c) = ops_by_external.get(trace, id).and_then(|cands| {
-        nearest_start_at_or_before(cands, |&c| trace.cpu_ops[c as usize].ts, op_ts)
-    }) {
-        let cpu = &trace.cpu_ops[c as usize];
-        launch.site.cpu_op = Some(cpu.name);
-        launch.site.input_dims = cpu.input_dims;
-        launch.site.input_types = cpu.input_types;
-        launch.site.launch_ts = Some(cpu.ts);
-        // Probe inside the op, past its own start, where its frames are open.
-        launch.point = Some(((cpu.pid, cpu.tid), cpu.ts + (cpu.dur / 2).min(1000)));
-        launch.external_op = Some(c);
-    }
-    launch
+    // Probe inside the op, past its own start, where its frames are open.
+    let point = ((cpu.pid, cpu.tid), cpu.ts + (cpu.dur / 2).min(1000));
+    launches.push(site, Some(point), Some(c));
 }
 
 /// Chooses each pending launch's cpu_op (with its shapes) and Python stack: the sites,
 /// and the interned stacks they point into.
-fn finish_sites(trace: &Trace, launches: Vec<PendingLaunch>) -> (Vec<LaunchSite>, Vec<Vec<Sym>>) {
-    let launch_points: Vec<Option<(Thread, Ns)>> = launches.iter().map(|l| l.point).collect();
+fn finish_sites(trace: &Trace, launches: Launches) -> (Vec<LaunchSite>, Vec<Vec<Sym>>) {
+    let Launches {
+        mut sites,
+        points: launch_points,
+        external_ops,
+    } = launches;
     // The Python stacks on a second core while the cpu_ops are chosen here: the two
     // sweeps are independent and each costs a pass over millions of intervals.
     let (innermost_ops, (stack_of, stacks)) = std::thread::scope(|scope| {
@@ -343,27 +370,24 @@ fn finish_sites(trace: &Trace, launches: Vec<PendingLaunch>) -> (Vec<LaunchSite>
     });
     // cpu_op: the External-id op when it contains the launch on the launching thread,
     // else the innermost op there that does, else the External-id op anyway.
-    let mut sites = Vec::with_capacity(launches.len());
-    for (i, (launch, stack)) in launches.into_iter().zip(stack_of).enumerate() {
-        let mut site = launch.site;
+    for (i, (site, stack)) in sites.iter_mut().zip(stack_of).enumerate() {
         site.stack = stack;
         if site.cpu_op.is_none() {
             let contains = |c: u32| {
-                let cpu = &trace.cpu_ops[c as usize];
+                let cpu = trace.cpu_ops.at(c as usize);
                 launch_points[i].is_some_and(|((pid, tid), t)| {
                     cpu.pid == pid && cpu.tid == tid && contains_time(cpu.ts, cpu.ts + cpu.dur, t)
                 })
             };
-            let chosen = match launch.external_op {
+            let chosen = match external_ops[i] {
                 Some(c) if contains(c) => Some(c),
                 other => innermost_ops[i].or(other),
             };
-            let cpu = chosen.map(|c| &trace.cpu_ops[c as usize]);
+            let cpu = chosen.map(|c| trace.cpu_ops.at(c as usize));
             site.cpu_op = cpu.map(|op| op.name);
             site.input_dims = cpu.and_then(|op| op.input_dims);
             site.input_types = cpu.and_then(|op| op.input_types);
         }
-        sites.push(site);
     }
     (sites, stacks)
 }
@@ -535,7 +559,9 @@ impl OpsByExternalId {
     /// The cpu_ops with External id `id`, by start.
     fn get<'s>(&'s self, trace: &Trace, id: u64) -> Option<&'s [u32]> {
         let ops = equal_range(&self.0, |&c| {
-            trace.cpu_ops[c as usize]
+            trace
+                .cpu_ops
+                .at(c as usize)
                 .external_id
                 .unwrap_or_default()
                 .cmp(&id)
@@ -551,14 +577,16 @@ fn index_cpu_ops_by_external_id(
     let wanted: rustc_hash::FxHashSet<u64> = wanted_ids.flatten().collect();
     let mut ops: Vec<u32> = (0..trace.cpu_ops.len() as u32)
         .filter(|&c| {
-            trace.cpu_ops[c as usize]
+            trace
+                .cpu_ops
+                .at(c as usize)
                 .external_id
                 .is_some_and(|id| wanted.contains(&id))
         })
         .collect();
     // Stable: equal starts keep file order, as the candidates always had.
     ops.sort_by_key(|&c| {
-        let op = &trace.cpu_ops[c as usize];
+        let op = trace.cpu_ops.at(c as usize);
         (op.external_id, op.ts)
     });
     OpsByExternalId(ops)
@@ -569,14 +597,14 @@ fn index_cpu_ops_by_external_id(
 /// ids are numbered per process: another process's op with the same id is never taken.
 fn pick_cpu_op(trace: &Trace, candidates: &[u32], thread: Thread, t: Ns) -> Option<u32> {
     let on_thread_containing = candidates.iter().rev().copied().find(|&c| {
-        let op = &trace.cpu_ops[c as usize];
+        let op = trace.cpu_ops.at(c as usize);
         (op.pid, op.tid) == thread && contains_time(op.ts, op.ts + op.dur, t)
     });
     if on_thread_containing.is_some() {
         return on_thread_containing;
     }
-    let in_process = |c: &u32| trace.cpu_ops[*c as usize].pid == thread.0;
-    let start = |c: &u32| trace.cpu_ops[*c as usize].ts;
+    let in_process = |c: &u32| trace.cpu_ops.at(*c as usize).pid == thread.0;
+    let start = |c: &u32| trace.cpu_ops.at(*c as usize).ts;
     if candidates.iter().all(in_process) {
         return nearest_start_at_or_before(candidates, start, t);
     }
@@ -620,7 +648,9 @@ fn sweep_active(
             (start, std::cmp::Reverse(end))
         };
         if !thread_items.is_sorted_by_key(key) {
-            thread_items.sort_by_key(key);
+            // The index breaks ties as a stable sort would (items are in index order),
+            // without the stable sort's buffer of half the list.
+            thread_items.sort_unstable_by_key(|i| (key(i), *i));
         }
         queries.sort_unstable();
         let mut stack: Vec<Interval> = Vec::new();
@@ -652,10 +682,21 @@ fn items_on_launching_threads(
     thread_of: impl Fn(usize) -> Thread,
     points: &[Option<(Thread, Ns)>],
 ) -> HashMap<Thread, Vec<u32>> {
-    let mut items: HashMap<Thread, Vec<u32>> = HashMap::default();
+    // Counted first, so each list is allocated once at its length: the frames' lists
+    // are millions of entries, and growing them by doubling kept up to twice that.
+    let mut lengths: HashMap<Thread, usize> = HashMap::default();
     for (thread, _) in points.iter().flatten() {
-        items.entry(*thread).or_default();
+        lengths.entry(*thread).or_default();
     }
+    for i in 0..count {
+        if let Some(n) = lengths.get_mut(&thread_of(i)) {
+            *n += 1;
+        }
+    }
+    let mut items: HashMap<Thread, Vec<u32>> = lengths
+        .into_iter()
+        .map(|(thread, n)| (thread, Vec::with_capacity(n)))
+        .collect();
     for i in 0..count {
         if let Some(list) = items.get_mut(&thread_of(i)) {
             list.push(i as u32);
@@ -667,9 +708,9 @@ fn items_on_launching_threads(
 /// The innermost cpu_op containing each launch point.
 fn innermost_cpu_ops(trace: &Trace, points: &[Option<(Thread, Ns)>]) -> Vec<Option<u32>> {
     let ops = &trace.cpu_ops;
-    let items = items_on_launching_threads(ops.len(), |i| (ops[i].pid, ops[i].tid), points);
+    let items = items_on_launching_threads(ops.len(), |i| ops.thread(i), points);
     let span = |i: u32| {
-        let op = &ops[i as usize];
+        let op = ops.at(i as usize);
         (op.ts, op.ts.saturating_add(op.dur))
     };
     let mut innermost = vec![None; points.len()];
@@ -685,10 +726,9 @@ fn python_stacks(
     points: &[Option<(Thread, Ns)>],
 ) -> (Vec<Option<StackId>>, Vec<Vec<Sym>>) {
     let frames = &trace.py_frames;
-    let items =
-        items_on_launching_threads(frames.len(), |i| (frames[i].pid, frames[i].tid), points);
+    let items = items_on_launching_threads(frames.len(), |i| frames.thread(i), points);
     let span = |i: u32| {
-        let frame = &frames[i as usize];
+        let frame = frames.at(i as usize);
         (frame.ts, frame.end())
     };
     let mut ids: HashMap<Vec<Sym>, StackId> = HashMap::default();
@@ -709,7 +749,7 @@ fn python_stacks(
         }
         let names: Vec<Sym> = active
             .iter()
-            .map(|iv| frames[iv.item as usize].name)
+            .map(|iv| frames.at(iv.item as usize).name)
             .collect();
         let id = *ids.entry(names).or_insert_with_key(|names| {
             stacks.push(names.clone());
@@ -826,9 +866,11 @@ mod tests {
             ("[[9,9],[9,9]]", r#"["float","float"]"#),
             ("[[1,3,8,8]]", r#"["float"]"#),
         ];
-        for (op, (dims, types)) in trace.cpu_ops.iter_mut().zip(shapes) {
+        for (i, (dims, types)) in shapes.into_iter().enumerate() {
+            let mut op = trace.cpu_ops.at(i);
             op.input_dims = Some(trace.strings.intern(dims));
             op.input_types = Some(trace.strings.intern(types));
+            trace.cpu_ops.set(i, op);
         }
         let linked = link(&trace);
         let got: Vec<(SiteSource, Option<&str>, Option<&str>)> = linked

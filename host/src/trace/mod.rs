@@ -1,5 +1,6 @@
 //! Reading traces: find the files, stream them into compact events (keeping only some
 //! pids, on request), link kernels to their launch sites, split them into stages.
+pub mod compact;
 pub mod discover;
 pub mod event;
 pub mod evidence;

@@ -242,7 +242,9 @@ fn a_scaled_mm_writes_the_output_dtype_its_cpu_op_records() {
     let concrete = trace
         .strings
         .intern("[\"\", \"\", \"\", \"\", \"\", \"\", \"6\", \"False\"]");
-    trace.cpu_ops[0].concrete_inputs = Some(concrete);
+    let mut first = trace.cpu_ops.at(0);
+    first.concrete_inputs = Some(concrete);
+    trace.cpu_ops.set(0, first);
     let roof = roof_of(trace.meta.devices.first(), None);
     let stages = rooflines(&trace, &linked, &roof);
     let rows = &stages[0].1.rows;

@@ -163,8 +163,16 @@ impl TraceSink {
         }
     }
 
+    /// The trace, its tables cut to their length: growth left up to half of each
+    /// reserved (for a 1 GB trace, tens of MB of address space that nothing will use).
     pub(super) fn finish(self) -> Trace {
-        self.trace
+        let mut trace = self.trace;
+        trace.gpu_ops.shrink_to_fit();
+        trace.runtime.shrink_to_fit();
+        trace.cpu_ops.shrink_to_fit();
+        trace.py_frames.shrink_to_fit();
+        trace.annotations.shrink_to_fit();
+        trace
     }
 
     /// `name` as a GPU op's name: itself while the trace has at most

@@ -327,7 +327,7 @@ fn ids_absent_forms() {
         ("-3", None),
     ] {
         let t = read_text(&ev(id)).unwrap();
-        assert_eq!(t.cpu_ops[0].external_id, want, "{id}");
+        assert_eq!(t.cpu_ops.at(0).external_id, want, "{id}");
     }
 }
 
@@ -579,7 +579,7 @@ fn tiny_refills_give_the_same_trace() {
     for chunk in 1..=9 {
         let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
         assert_eq!((t.gpu_ops.len(), t.cpu_ops.len()), (1, 1), "chunk {chunk}");
-        assert_eq!(t.name(t.cpu_ops[0].name), "q\"{\\ µs ✓ 名前");
+        assert_eq!(t.name(t.cpu_ops.at(0).name), "q\"{\\ µs ✓ 名前");
         assert_eq!(t.meta.keys, ["a", "traceEvents", "z"]);
         assert_eq!(t.json_bytes, text.len() as u64);
     }
@@ -602,7 +602,7 @@ fn invalid_utf8_becomes_replacement_characters() {
     for chunk in [1, 2, 3, 1 << 20] {
         let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
         assert_eq!(
-            t.name(t.cpu_ops[0].name),
+            t.name(t.cpu_ops.at(0).name),
             "a\u{fffd}b\u{fffd}",
             "chunk {chunk}"
         );
@@ -663,7 +663,7 @@ fn lone_surrogate_escapes_become_replacement_characters_and_are_counted() {
         let t = read_trace_in_chunks(&path, &mut |_| {}, chunk).unwrap();
         let names: Vec<&str> = t.gpu_ops.iter().map(|op| t.name(op.name)).collect();
         assert_eq!(names, ["a\u{fffd}b", "\u{fffd}", "c\u{fffd}A", "😀 é"]);
-        let op = &t.cpu_ops[0];
+        let op = t.cpu_ops.at(0);
         assert_eq!(
             (t.name(op.pid), t.name(op.tid)),
             ("\u{fffd}", "\u{fffd}\u{fffd}")
@@ -793,7 +793,7 @@ fn gpu_op_names_past_the_distinct_name_limit_fold_into_one_counted_name() {
     assert!(names.contains(FOLDED_GPU_OP_NAME));
     assert!(!names.contains("extra0"));
     assert_eq!(t.name(t.gpu_ops.last().unwrap().name), "k0");
-    assert_eq!(t.name(t.cpu_ops[0].name), "extra0_cpu");
+    assert_eq!(t.name(t.cpu_ops.at(0).name), "extra0_cpu");
 }
 
 /// The trace of `events`, read by both tiers at a few refill sizes (they must agree).
@@ -1052,7 +1052,7 @@ fn cpu_op_shapes_are_their_json_text_without_whitespace_interned_once() {
             ("aten::y", Some("[[3]]"), None, Some(r#"["\u00e9"]"#)),
         ]
     );
-    assert_eq!(t.cpu_ops[0].input_dims, t.cpu_ops[1].input_dims);
+    assert_eq!(t.cpu_ops.at(0).input_dims, t.cpu_ops.at(1).input_dims);
     // Every kept text is JSON a later step can parse.
     for op in &t.cpu_ops {
         for sym in [op.input_dims, op.input_types, op.concrete_inputs]
@@ -1074,12 +1074,12 @@ fn lone_surrogates_in_shapes_and_kernel_names_are_repaired_and_counted() {
         r#"{"ph": "X", "cat": "cpu_op", "name": "n\ud800", "pid": 0, "tid": 1, "ts": 3, "dur": 5, "args": {"Input type": ["t\ud800"]}}"#,
     ];
     let t = read_events_in_chunks(&events, &[CHUNK, 4]);
-    let concrete = t.cpu_ops[0].concrete_inputs.map(|s| t.name(s));
+    let concrete = t.cpu_ops.at(0).concrete_inputs.map(|s| t.name(s));
     assert_eq!(concrete, Some(r#"["a\ufffd","\ud83d\ude00"]"#));
     assert_eq!(t.runtime[0].kernel.map(|s| t.name(s)), Some("k\u{fffd}"));
-    let types = t.cpu_ops[1].input_types.map(|s| t.name(s));
+    let types = t.cpu_ops.at(1).input_types.map(|s| t.name(s));
     assert_eq!(types, Some(r#"["t\ufffd"]"#));
-    assert_eq!(t.name(t.cpu_ops[1].name), "n\u{fffd}");
+    assert_eq!(t.name(t.cpu_ops.at(1).name), "n\u{fffd}");
     assert_eq!(t.lone_surrogate_strings, 4);
     assert_eq!(t.skipped.total(), 0);
 }
@@ -1113,11 +1113,11 @@ fn optional_values_past_the_limit_are_dropped_and_counted_and_the_event_kept() {
         .collect();
     assert_eq!(ops, [("op", None), ("big", None)]);
     assert_eq!(
-        t.cpu_ops[0].input_types.map(|s| t.name(s)),
+        t.cpu_ops.at(0).input_types.map(|s| t.name(s)),
         Some(r#"["float"]"#)
     );
     assert_eq!(
-        t.cpu_ops[1].concrete_inputs.map(|s| t.name(s)),
+        t.cpu_ops.at(1).concrete_inputs.map(|s| t.name(s)),
         Some(r#"[""]"#)
     );
     let calls: Vec<(Option<crate::trace::event::Sym>, Option<[u32; 3]>)> =

@@ -1,0 +1,564 @@
+//! Compact tables for the records a trace holds millions of: Python frames and CPU ops.
+//!
+//! Why: a 1 GB trace keeps about two million frames and 700,000 CPU ops, and as plain
+//! structs (`i64` times, a pid and a tid each, three `Option<Sym>` shapes, an
+//! `Option<u64>` id) they were 32 and 72 bytes each: most of a triage's peak memory. Here
+//! each is stored in 16 (frame) or 24 (CPU op) bytes, exactly:
+//!
+//! - the thread (pid, tid) is an index into the table's list of threads (a trace has a
+//!   few dozen);
+//! - `ts` is an `i32` offset from the start of its block of [`BLOCK`] consecutive
+//!   records (the first one's `ts`): neighbours in a file are close in time;
+//! - `dur` is a `u32` (4.29 s);
+//! - a CPU op's three shape texts are one interned triple, its External id a `u32`;
+//! - a value that does not fit (a record far from its block's start, a longer one, a huge
+//!   id) is kept exactly in a side map, so every time stays the exact integer the reader
+//!   read.
+//!
+//! The records are read back as the plain [`PyFrame`] / [`CpuOp`] values (by value:
+//! `for f in &trace.py_frames { f.ts }`), so code that reads them does not see the
+//! layout.
+
+use std::fmt;
+use std::ops::Range;
+
+use rustc_hash::FxHashMap;
+
+use crate::trace::event::{CpuOp, Ns, PyFrame, Sym};
+
+/// Records per time block: one `i64` base per block (0.5 % of a frame's 16 bytes).
+const BLOCK: usize = 1024;
+
+/// An offset or duration kept in a side map instead.
+const FAR_TS: i32 = i32::MIN;
+const LONG_DUR: u32 = u32::MAX;
+
+/// What every compact record has: name, thread, start and duration.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Packed {
+    name: Sym,
+    thread: u32,
+    ts: i32,
+    dur: u32,
+}
+
+/// The name, thread and exact times of a table's records, 16 bytes each.
+#[derive(Clone, Debug, Default)]
+struct Spans {
+    packed: Vec<Packed>,
+    /// The `ts` each block's offsets count from: its first record's.
+    bases: Vec<Ns>,
+    /// (pid, tid) of each thread index, and the index of each.
+    threads: Vec<(Sym, Sym)>,
+    thread_ids: FxHashMap<(Sym, Sym), u32>,
+    /// Exact values of the records whose `ts` / `dur` did not fit, by record index.
+    far_ts: FxHashMap<u32, Ns>,
+    long_durs: FxHashMap<u32, Ns>,
+}
+
+impl Spans {
+    fn len(&self) -> usize {
+        self.packed.len()
+    }
+
+    fn thread_id(&mut self, thread: (Sym, Sym)) -> u32 {
+        // Consecutive records are mostly on the thread of the last one.
+        if let Some(&last) = self.packed.last() {
+            if self.threads[last.thread as usize] == thread {
+                return last.thread;
+            }
+        }
+        let next = self.threads.len() as u32;
+        let id = *self.thread_ids.entry(thread).or_insert(next);
+        if id == next {
+            self.threads.push(thread);
+        }
+        id
+    }
+
+    /// The packed form of a record at index `i` (whose block has a base by then).
+    fn pack(&mut self, i: usize, name: Sym, thread: (Sym, Sym), ts: Ns, dur: Ns) -> Packed {
+        let thread = self.thread_id(thread);
+        let key = i as u32;
+        let offset = ts
+            .checked_sub(self.bases[i / BLOCK])
+            .and_then(|d| i32::try_from(d).ok())
+            .filter(|&d| d != FAR_TS);
+        let ts = offset.unwrap_or_else(|| {
+            self.far_ts.insert(key, ts);
+            FAR_TS
+        });
+        let dur = match u32::try_from(dur).ok().filter(|&d| d != LONG_DUR) {
+            Some(dur) => dur,
+            None => {
+                self.long_durs.insert(key, dur);
+                LONG_DUR
+            }
+        };
+        Packed {
+            name,
+            thread,
+            ts,
+            dur,
+        }
+    }
+
+    fn push(&mut self, name: Sym, thread: (Sym, Sym), ts: Ns, dur: Ns) {
+        let i = self.packed.len();
+        if i.is_multiple_of(BLOCK) {
+            self.bases.push(ts);
+        }
+        let packed = self.pack(i, name, thread, ts, dur);
+        self.packed.push(packed);
+    }
+
+    /// Replaces record `i`'s values (its block's base stays).
+    fn set(&mut self, i: usize, name: Sym, thread: (Sym, Sym), ts: Ns, dur: Ns) {
+        self.far_ts.remove(&(i as u32));
+        self.long_durs.remove(&(i as u32));
+        self.packed[i] = self.pack(i, name, thread, ts, dur);
+    }
+
+    /// (name, (pid, tid), ts, dur) of record `i`.
+    fn at(&self, i: usize) -> (Sym, (Sym, Sym), Ns, Ns) {
+        let p = self.packed[i];
+        let ts = match p.ts {
+            FAR_TS => self.far_ts[&(i as u32)],
+            offset => self.bases[i / BLOCK] + Ns::from(offset),
+        };
+        let dur = match p.dur {
+            LONG_DUR => self.long_durs[&(i as u32)],
+            dur => Ns::from(dur),
+        };
+        (p.name, self.threads[p.thread as usize], ts, dur)
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.packed.shrink_to_fit();
+        self.bases.shrink_to_fit();
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.packed.capacity() * size_of::<Packed>()
+            + self.bases.capacity() * size_of::<Ns>()
+            + self.threads.capacity() * size_of::<(Sym, Sym)>()
+            + map_bytes(&self.thread_ids)
+            + map_bytes(&self.far_ts)
+            + map_bytes(&self.long_durs)
+    }
+}
+
+/// About what a hash map holds on the heap: its slots and their control bytes.
+fn map_bytes<K, V>(map: &FxHashMap<K, V>) -> usize {
+    map.capacity() * (size_of::<(K, V)>() + 1)
+}
+
+/// The Python frames of a trace, 16 bytes each; read back as [`PyFrame`] values.
+#[derive(Clone, Default)]
+pub struct PyFrames {
+    spans: Spans,
+}
+
+impl PyFrames {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.len() == 0
+    }
+
+    pub fn push(&mut self, f: PyFrame) {
+        self.spans.push(f.name, (f.pid, f.tid), f.ts, f.dur);
+    }
+
+    /// Frame `i`; panics past the end, as indexing a slice does.
+    pub fn at(&self, i: usize) -> PyFrame {
+        let (name, (pid, tid), ts, dur) = self.spans.at(i);
+        PyFrame {
+            name,
+            ts,
+            dur,
+            pid,
+            tid,
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<PyFrame> {
+        (i < self.len()).then(|| self.at(i))
+    }
+
+    /// The (pid, tid) of frame `i`, without decoding its times.
+    pub fn thread(&self, i: usize) -> (Sym, Sym) {
+        self.spans.threads[self.spans.packed[i].thread as usize]
+    }
+
+    pub fn iter(&self) -> Records<'_, PyFrames> {
+        Records {
+            table: self,
+            range: 0..self.len(),
+        }
+    }
+
+    /// Gives back the room kept for growth, once the read is done.
+    pub fn shrink_to_fit(&mut self) {
+        self.spans.shrink_to_fit();
+    }
+
+    /// The bytes this table holds on the heap (capacity included), for memory profiles.
+    pub fn heap_bytes(&self) -> usize {
+        self.spans.heap_bytes()
+    }
+}
+
+/// A CPU op's fields past name, thread and times: 8 bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct CpuExtra {
+    /// `external_id`, or [`NO_ID`] / [`FAR_ID`] (then in `CpuOps::far_ids`).
+    external_id: u32,
+    /// Index into `CpuOps::shapes`, or [`NO_SHAPES`].
+    shapes: u32,
+}
+
+const NO_ID: u32 = u32::MAX;
+const FAR_ID: u32 = u32::MAX - 1;
+const NO_SHAPES: u32 = u32::MAX;
+
+/// `input_dims`, `input_types`, `concrete_inputs` of one CPU op.
+type Shapes = [Option<Sym>; 3];
+
+/// The CPU ops of a trace, 24 bytes each; read back as [`CpuOp`] values.
+#[derive(Clone, Default)]
+pub struct CpuOps {
+    spans: Spans,
+    extra: Vec<CpuExtra>,
+    /// External ids past `u32`, by op index.
+    far_ids: FxHashMap<u32, u64>,
+    /// Each distinct shape triple once (shapes repeat: a model runs the same ops).
+    shapes: Vec<Shapes>,
+    shape_ids: FxHashMap<Shapes, u32>,
+}
+
+impl CpuOps {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.len() == 0
+    }
+
+    fn extra_of(&mut self, i: usize, op: &CpuOp) -> CpuExtra {
+        let external_id = match op.external_id {
+            None => NO_ID,
+            Some(id) => match u32::try_from(id).ok().filter(|&id| id < FAR_ID) {
+                Some(id) => id,
+                None => {
+                    self.far_ids.insert(i as u32, id);
+                    FAR_ID
+                }
+            },
+        };
+        let shapes: Shapes = [op.input_dims, op.input_types, op.concrete_inputs];
+        let shapes = if shapes == [None; 3] {
+            NO_SHAPES
+        } else {
+            let next = self.shapes.len() as u32;
+            let id = *self.shape_ids.entry(shapes).or_insert(next);
+            if id == next {
+                self.shapes.push(shapes);
+            }
+            id
+        };
+        CpuExtra {
+            external_id,
+            shapes,
+        }
+    }
+
+    pub fn push(&mut self, op: CpuOp) {
+        let extra = self.extra_of(self.len(), &op);
+        self.spans.push(op.name, (op.pid, op.tid), op.ts, op.dur);
+        self.extra.push(extra);
+    }
+
+    /// Replaces op `i` (panics past the end).
+    pub fn set(&mut self, i: usize, op: CpuOp) {
+        self.far_ids.remove(&(i as u32));
+        self.extra[i] = self.extra_of(i, &op);
+        self.spans.set(i, op.name, (op.pid, op.tid), op.ts, op.dur);
+    }
+
+    /// Op `i`; panics past the end, as indexing a slice does.
+    pub fn at(&self, i: usize) -> CpuOp {
+        let (name, (pid, tid), ts, dur) = self.spans.at(i);
+        let extra = self.extra[i];
+        let external_id = match extra.external_id {
+            NO_ID => None,
+            FAR_ID => Some(self.far_ids[&(i as u32)]),
+            id => Some(u64::from(id)),
+        };
+        let [input_dims, input_types, concrete_inputs] = match extra.shapes {
+            NO_SHAPES => [None; 3],
+            id => self.shapes[id as usize],
+        };
+        CpuOp {
+            name,
+            ts,
+            dur,
+            pid,
+            tid,
+            external_id,
+            input_dims,
+            input_types,
+            concrete_inputs,
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<CpuOp> {
+        (i < self.len()).then(|| self.at(i))
+    }
+
+    /// The (pid, tid) of op `i`, without decoding the rest.
+    pub fn thread(&self, i: usize) -> (Sym, Sym) {
+        self.spans.threads[self.spans.packed[i].thread as usize]
+    }
+
+    pub fn iter(&self) -> Records<'_, CpuOps> {
+        Records {
+            table: self,
+            range: 0..self.len(),
+        }
+    }
+
+    /// Gives back the room kept for growth, once the read is done.
+    pub fn shrink_to_fit(&mut self) {
+        self.spans.shrink_to_fit();
+        self.extra.shrink_to_fit();
+    }
+
+    /// The bytes this table holds on the heap (capacity included), for memory profiles.
+    pub fn heap_bytes(&self) -> usize {
+        self.spans.heap_bytes()
+            + self.extra.capacity() * size_of::<CpuExtra>()
+            + map_bytes(&self.far_ids)
+            + self.shapes.capacity() * size_of::<Shapes>()
+            + map_bytes(&self.shape_ids)
+    }
+}
+
+/// A table whose records read back as plain values.
+pub trait RecordTable {
+    type Record;
+    fn record(&self, i: usize) -> Self::Record;
+}
+
+impl RecordTable for PyFrames {
+    type Record = PyFrame;
+    fn record(&self, i: usize) -> PyFrame {
+        self.at(i)
+    }
+}
+
+impl RecordTable for CpuOps {
+    type Record = CpuOp;
+    fn record(&self, i: usize) -> CpuOp {
+        self.at(i)
+    }
+}
+
+/// The records of a table in order, by value.
+#[derive(Clone)]
+pub struct Records<'t, T> {
+    table: &'t T,
+    range: Range<usize>,
+}
+
+impl<T: RecordTable> Iterator for Records<'_, T> {
+    type Item = T::Record;
+
+    fn next(&mut self) -> Option<T::Record> {
+        self.range.next().map(|i| self.table.record(i))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.range.size_hint()
+    }
+
+    fn nth(&mut self, n: usize) -> Option<T::Record> {
+        self.range.nth(n).map(|i| self.table.record(i))
+    }
+}
+
+impl<T: RecordTable> DoubleEndedIterator for Records<'_, T> {
+    fn next_back(&mut self) -> Option<T::Record> {
+        self.range.next_back().map(|i| self.table.record(i))
+    }
+}
+
+impl<T: RecordTable> ExactSizeIterator for Records<'_, T> {}
+
+impl<'t> IntoIterator for &'t PyFrames {
+    type Item = PyFrame;
+    type IntoIter = Records<'t, PyFrames>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'t> IntoIterator for &'t CpuOps {
+    type Item = CpuOp;
+    type IntoIter = Records<'t, CpuOps>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl FromIterator<PyFrame> for PyFrames {
+    fn from_iter<I: IntoIterator<Item = PyFrame>>(iter: I) -> Self {
+        let mut frames = PyFrames::default();
+        frames.extend(iter);
+        frames
+    }
+}
+
+impl Extend<PyFrame> for PyFrames {
+    fn extend<I: IntoIterator<Item = PyFrame>>(&mut self, iter: I) {
+        iter.into_iter().for_each(|f| self.push(f));
+    }
+}
+
+impl FromIterator<CpuOp> for CpuOps {
+    fn from_iter<I: IntoIterator<Item = CpuOp>>(iter: I) -> Self {
+        let mut ops = CpuOps::default();
+        ops.extend(iter);
+        ops
+    }
+}
+
+impl Extend<CpuOp> for CpuOps {
+    fn extend<I: IntoIterator<Item = CpuOp>>(&mut self, iter: I) {
+        iter.into_iter().for_each(|op| self.push(op));
+    }
+}
+
+// Equal when they hold the same records, whatever the layout (blocks, side maps).
+impl PartialEq for PyFrames {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl PartialEq for CpuOps {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl fmt::Debug for PyFrames {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl fmt::Debug for CpuOps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(name: u32, ts: Ns, dur: Ns, tid: u32) -> PyFrame {
+        PyFrame {
+            name: Sym(name),
+            ts,
+            dur,
+            pid: Sym(0),
+            tid: Sym(tid),
+        }
+    }
+
+    #[test]
+    fn frames_read_back_exactly_whatever_their_times() {
+        // Near and far from the block start, negative, past i32 and u32 offsets, the
+        // sentinels' own values, long and negative durations, across block boundaries.
+        let times: Vec<(Ns, Ns)> = vec![
+            (1_365_627_862_757_064, 87_412_863),
+            (1_365_627_862_757_000, 0),
+            (0, 1),
+            (i64::MAX - 5, 5),
+            (i64::MIN, 7),
+            (
+                1_365_627_862_757_064 + Ns::from(i32::MAX),
+                Ns::from(u32::MAX),
+            ),
+            (
+                1_365_627_862_757_064 - Ns::from(i32::MAX) - 1,
+                Ns::from(u32::MAX) + 1,
+            ),
+            (1_365_627_862_757_064 + 3, -4),
+        ];
+        let frames: Vec<PyFrame> = (0..3 * BLOCK + 17)
+            .map(|i| {
+                let (ts, dur) = times[i % times.len()];
+                frame(i as u32 % 97, ts, dur, (i % 5) as u32)
+            })
+            .collect();
+        let table: PyFrames = frames.iter().copied().collect();
+        assert_eq!(table.len(), frames.len());
+        let back: Vec<PyFrame> = table.iter().collect();
+        assert_eq!(back, frames);
+        assert_eq!(table.get(frames.len()), None);
+        assert_eq!(table.thread(7), (Sym(0), Sym(2)));
+        let reversed: Vec<PyFrame> = table.iter().rev().collect();
+        assert_eq!(reversed.first(), frames.last());
+    }
+
+    #[test]
+    fn cpu_ops_keep_ids_and_shapes_exactly() {
+        let op = |i: u64, external_id, shapes: Shapes| CpuOp {
+            name: Sym(i as u32),
+            ts: 1_000 * i as Ns,
+            dur: 10,
+            pid: Sym(1),
+            tid: Sym(2),
+            external_id,
+            input_dims: shapes[0],
+            input_types: shapes[1],
+            concrete_inputs: shapes[2],
+        };
+        let ops = vec![
+            op(0, None, [None; 3]),
+            op(1, Some(0), [Some(Sym(4)), None, None]),
+            op(2, Some(u64::from(u32::MAX)), [None, None, Some(Sym(5))]),
+            op(3, Some(u64::MAX), [Some(Sym(4)), None, None]),
+            op(
+                4,
+                Some(u64::from(FAR_ID)),
+                [Some(Sym(4)), Some(Sym(6)), Some(Sym(7))],
+            ),
+            op(5, Some(u64::from(FAR_ID) - 1), [None; 3]),
+        ];
+        let mut table: CpuOps = ops.iter().copied().collect();
+        assert_eq!(table.iter().collect::<Vec<_>>(), ops);
+        // Two ops with one triple share it.
+        assert_eq!(table.shapes.len(), 3);
+        let changed = op(9, Some(u64::MAX - 1), [None, Some(Sym(8)), None]);
+        table.set(2, changed);
+        assert_eq!(table.at(2), changed);
+        assert_eq!(table.at(3), ops[3]);
+    }
+
+    #[test]
+    fn equal_records_are_equal_tables() {
+        let a: PyFrames = [frame(1, 5, 5, 0), frame(2, 6, 1, 1)].into_iter().collect();
+        let mut b = a.clone();
+        assert_eq!(a, b);
+        b.push(frame(3, 1, 1, 0));
+        assert_ne!(a, b);
+        assert_eq!(format!("{a:?}").matches("PyFrame").count(), 2);
+    }
+}
