@@ -196,6 +196,8 @@ pub enum OutputFormat {
     Markdown,
     Text,
     Json,
+    /// One self-contained HTML page: tables, charts, the JSON embedded (no network).
+    Html,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -2,6 +2,7 @@
 //! format sees the same `Report`, so they can differ in layout but never in facts.
 mod device;
 pub(crate) mod escape;
+pub(crate) mod html;
 pub(crate) mod json;
 mod layers;
 pub(crate) mod markdown;
@@ -29,6 +30,7 @@ pub enum Format {
     Markdown,
     Text,
     Json,
+    Html,
 }
 
 /// How a report is laid out, beyond its format.
@@ -74,6 +76,10 @@ pub fn render_with(report: &Report, format: Format, options: &RenderOptions) -> 
         }
         .render(report),
         Format::Json => json::Json.render(report),
+        Format::Html => html::Html {
+            min_share_pct: options.min_share_pct,
+        }
+        .render(report),
     }
 }
 
