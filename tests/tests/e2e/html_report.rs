@@ -17,7 +17,10 @@ use llm_triage_tests::ranks::write_rank_runs;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::util::{llm_triage, shared_trace_verdicts, target_dir};
+use crate::util::{
+    gpu_events, llm_triage, raw_events, shared_trace, shared_trace_verdicts, target_dir,
+    triage_json, us_to_ns,
+};
 
 /// Pages opened at once: each launch takes a core for a second or two.
 const PARALLEL: usize = 3;
@@ -380,5 +383,97 @@ fn the_browser_checks_catch_a_request_and_a_console_message() {
     for (path, shown) in [("/a", "1.30"), ("/n", "4"), ("/missing", "1")] {
         let caught = std::panic::catch_unwind(|| check_cell(&report, path, shown, "bad"));
         assert!(caught.is_err(), "{path} shown as {shown} passed");
+    }
+}
+
+/// Integer ns of a report's µs value (exact ns divided by 1000).
+fn ns(v: &Value) -> i64 {
+    (v.as_f64().unwrap_or_else(|| panic!("not a number: {v}")) * 1000.0).round() as i64
+}
+
+/// The data the page draws beyond the text formats' tables, recounted from the raw
+/// events of the SGLang Qwen3 trace: each layer's role times sum to the layer exactly and
+/// its attention is that layer's prefill attention kernel; the representative step holds
+/// every GPU op that ran in its window, and its gaps are its idle time exactly.
+#[test]
+fn the_heatmap_and_the_representative_step_recount_from_the_raw_events() {
+    let path = shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz");
+    let report = triage_json(&["--input", path.to_str().unwrap()]);
+    let raw = raw_events(&path);
+    let gpu = gpu_events(&raw);
+    let stages = report["stages"].as_array().unwrap();
+    let prefill = stages
+        .iter()
+        .find(|s| s["stage"] == "extend/prefill")
+        .unwrap();
+    let rows = prefill["layers"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 36);
+    let mut attention = Vec::new();
+    for row in rows {
+        let roles = row["roles"].as_array().expect("a layer's roles");
+        let sum: i64 = roles.iter().map(|r| ns(&r["gpu_time_us"])).sum();
+        assert_eq!(sum, ns(&row["gpu_time_us"]), "{row}");
+        let attn = roles
+            .iter()
+            .find(|r| r["role"] == "attention")
+            .expect("attention");
+        attention.push(ns(&attn["gpu_time_us"]));
+    }
+    let mut fmha: Vec<(i64, i64)> = gpu
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .unwrap_or("")
+                .contains("FmhaBatchPrefill")
+        })
+        .map(|e| (us_to_ns(&e["ts"]), us_to_ns(&e["dur"])))
+        .collect();
+    fmha.sort();
+    assert_eq!(attention, fmha.iter().map(|f| f.1).collect::<Vec<_>>());
+
+    for stage in stages {
+        let rep = &stage["timeline"]["representative_step"];
+        let step = &stage["timeline"]["steps"][rep["step"].as_u64().unwrap() as usize];
+        assert_eq!(rep["wall_us"], step["wall_us"]);
+        let (start, end) = (
+            ns(&rep["start_us"]),
+            ns(&rep["start_us"]) + ns(&rep["wall_us"]),
+        );
+        let inside = gpu
+            .iter()
+            .filter(|e| {
+                let ts = us_to_ns(&e["ts"]);
+                ts < end && ts + us_to_ns(&e["dur"]) > start
+            })
+            .count();
+        let drawn: usize = rep["lanes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["ops"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(
+            drawn + rep["ops_left_out"].as_u64().unwrap() as usize,
+            inside,
+            "{}",
+            stage["stage"]
+        );
+        let gaps: i64 = rep["gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| ns(&g["dur_us"]))
+            .sum();
+        let idle: i64 = [
+            "launch_idle_us",
+            "sync_idle_us",
+            "graph_gap_us",
+            "host_gap_us",
+        ]
+        .iter()
+        .map(|k| ns(&step[*k]))
+        .sum();
+        assert_eq!(gaps, idle, "{}", stage["stage"]);
     }
 }
