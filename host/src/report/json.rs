@@ -23,7 +23,7 @@ impl Renderer for Json {
 
 /// `text` with `</` and `<!--` spelled with JSON escapes. `<` occurs in JSON text only
 /// inside strings (it is no structural character), so replacing it anywhere is safe.
-fn script_safe(text: String) -> String {
+pub(crate) fn script_safe(text: String) -> String {
     if !text.contains("</") && !text.contains("<!--") {
         return text;
     }

@@ -477,3 +477,76 @@ fn the_heatmap_and_the_representative_step_recount_from_the_raw_events() {
         assert_eq!(gaps, idle, "{}", stage["stage"]);
     }
 }
+
+/// `bundle --format html` of two saved JSON reports and one text report: each JSON
+/// report becomes an article whose embedded JSON is the saved file byte for byte, the
+/// text report is shown as written, and the page passes the browser checks.
+#[test]
+fn the_html_bundle_of_saved_reports_passes_in_a_real_browser() {
+    chromium();
+    let dir = tempfile::tempdir().unwrap();
+    let mut saved = Vec::new();
+    for (label, trace) in [
+        (
+            "qwen3",
+            "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz",
+        ),
+        ("gpt-oss", "AMD-AGI__TraceLens__eager_trace.json.gz"),
+    ] {
+        let args = vec![
+            "--input".to_string(),
+            shared_trace(trace).display().to_string(),
+        ];
+        let json = String::from_utf8(run(&args, "json")).unwrap();
+        let path = dir.path().join(format!("analysis_{label}.json"));
+        std::fs::write(&path, &json).unwrap();
+        saved.push((format!("{label}={}", path.display()), json));
+    }
+    let text_path = dir.path().join("analysis_vllm.txt");
+    std::fs::write(
+        &text_path,
+        "Triage View\nFramework: vLLM\n<b>kept as text</b>\n",
+    )
+    .unwrap();
+    let page = dir.path().join("bundle.html");
+    let out = llm_triage()
+        .arg("bundle")
+        .args(
+            saved
+                .iter()
+                .flat_map(|(spec, _)| ["--analysis-file", spec.as_str()]),
+        )
+        .arg("--analysis-file")
+        .arg(format!("text={}", text_path.display()))
+        .args(["--format", "html", "--output"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("&lt;b&gt;kept as text&lt;/b&gt;"),
+        "the text report as written"
+    );
+    // Which article holds which saved report: each embedded JSON is one of them, whole.
+    let reports: Vec<(String, String)> = (1..=saved.len())
+        .map(|n| {
+            let id = format!("report-{n}");
+            let embedded = embedded_json(&html, &id).to_string();
+            assert!(
+                saved.iter().any(|(_, json)| *json == embedded),
+                "{id} is no saved report"
+            );
+            (id, embedded)
+        })
+        .collect();
+    let pairs: Vec<(&str, &str)> = reports
+        .iter()
+        .map(|(i, j)| (i.as_str(), j.as_str()))
+        .collect();
+    check_page("bundle", &page, &pairs);
+}

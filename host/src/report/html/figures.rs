@@ -75,8 +75,32 @@ pub(super) fn stage_section(
             out.push_str(&histogram_table(stage, &base));
         }
     }
-    if stage.layers.is_some() && !stage.roles.is_empty() {
+    if !stage.roles.is_empty() {
         out.push_str(&chart("roles", "GPU time by role", index));
+    }
+    if let Some(rep) = stage
+        .timeline
+        .as_ref()
+        .and_then(|t| t.representative_step.as_ref())
+    {
+        if !rep.lanes.is_empty() {
+            out.push_str(&chart(
+                "steptimeline",
+                "Representative step (median wall time): a lane per stream, idle gaps coloured by cause",
+                index,
+            ));
+        }
+    }
+    let heat = stage
+        .layers
+        .as_ref()
+        .is_some_and(|l| l.rows.iter().any(|r| !r.roles.is_empty()));
+    if heat {
+        out.push_str(&chart(
+            "heatmap",
+            "Layer x role: each layer's GPU time by role",
+            index,
+        ));
     }
     if has_roofline_points(stage) {
         let roofs = if report

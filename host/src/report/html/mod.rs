@@ -11,6 +11,7 @@
 //! the page with the JSON and the script can sort by the exact value.
 
 mod article;
+pub(crate) mod bundle_page;
 mod figures;
 mod tables;
 

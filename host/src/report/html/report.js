@@ -152,6 +152,69 @@
     }));
   }
 
+  var CAUSES = { launch: "#f28e2b", sync: "#b07aa1", graph: "#76b7b2", host: "#9c755f" };
+
+  /* The representative step: a lane per stream, each op a bar from its offset, the idle
+     stretches (no op on any stream) as bands coloured by cause behind every lane. */
+  function steptimeline(stage) {
+    var rep = stage.timeline ? stage.timeline.representative_step : null;
+    if (!rep || !rep.lanes.length || !(rep.wall_us > 0)) { return ""; }
+    var W = 1000, L = 90, laneH = 26, T = 18, R = 5;
+    var H = T + laneH * rep.lanes.length + 22;
+    function px(offset) { return L + (W - L - R) * offset / rep.wall_us; }
+    var body = "";
+    rep.gaps.forEach(function (g) {
+      body += rect(px(g.offset_us), T, Math.max(px(g.offset_us + g.dur_us) - px(g.offset_us), 0.5),
+        laneH * rep.lanes.length, CAUSES[g.cause] || "#c8cdd2",
+        "idle " + us(g.dur_us) + " at +" + us(g.offset_us) + ": " + g.cause).replace("<rect", "<rect opacity=\"0.55\"");
+    });
+    rep.lanes.forEach(function (lane, i) {
+      var y = T + i * laneH;
+      body += text(L - 6, y + laneH / 2 + 4, "stream " + lane.stream, "end");
+      lane.ops.forEach(function (op) {
+        var x = px(op.offset_us);
+        body += rect(x, y + 3, Math.max(px(op.offset_us + op.dur_us) - x, 0.5), laneH - 6, colour(op.name),
+          rep.names[op.name] + ": " + us(op.dur_us) + " at +" + us(op.offset_us));
+      });
+    });
+    body += line(L, T + laneH * rep.lanes.length, W - R, T + laneH * rep.lanes.length);
+    body += text(L, H - 4, "+0") + text(W - R, H - 4, "+" + us(rep.wall_us), "end");
+    body += text(L, 12, "step " + rep.step + " (" + stage.timeline.steps[rep.step].label + "), " +
+      us(rep.wall_us) + " wall" + (rep.ops_left_out ? ", " + rep.ops_left_out + " ops not drawn" : ""));
+    return svg(W, H, body) + legend(Object.keys(CAUSES).map(function (c) { return ["idle: " + c, CAUSES[c]]; }));
+  }
+
+  /* Layer x role heatmap: a row per role, a column per layer, the cell's shade its share
+     of the largest cell. */
+  function heatmap(stage) {
+    var rows = stage.layers ? stage.layers.rows : [];
+    var roleNames = [];
+    rows.forEach(function (r) {
+      (r.roles || []).forEach(function (x) { if (roleNames.indexOf(x.role) < 0) { roleNames.push(x.role); } });
+    });
+    if (!rows.length || !roleNames.length) { return ""; }
+    var max = 0;
+    rows.forEach(function (r) { (r.roles || []).forEach(function (x) { max = Math.max(max, x.gpu_time_us); }); });
+    var W = 1000, L = 110, T = 6, cellH = 18, B = 18;
+    var cellW = (W - L - 5) / rows.length;
+    var H = T + cellH * roleNames.length + B;
+    var body = "";
+    roleNames.forEach(function (role, j) {
+      var y = T + j * cellH;
+      body += text(L - 6, y + cellH - 5, role, "end");
+      rows.forEach(function (r, i) {
+        var cell = (r.roles || []).filter(function (x) { return x.role === role; })[0];
+        var v = cell ? cell.gpu_time_us : 0;
+        var shade = max > 0 ? v / max : 0;
+        var fill = v > 0 ? "rgba(47,111,178," + fmt(0.08 + 0.92 * shade, 3) + ")" : "none";
+        body += rect(L + i * cellW, y, Math.max(cellW - 1, 0.5), cellH - 2, fill,
+          "layer " + r.index + ", " + role + ": " + us(v));
+      });
+    });
+    body += text(L, H - 4, "layer 0") + text(W - 5, H - 4, "layer " + (rows.length - 1), "end");
+    return svg(W, H, body);
+  }
+
   /* Log-log roofline: each kernel row with an intensity and a rate is a point (a ring
      when under-filled); the device's bandwidth roof and its compute roof per dtype the
      points use. */
@@ -253,7 +316,7 @@
   }
 
   var STAGE_CHARTS = { families: families, waterfall: waterfall, histogram: histogram, roles: roles,
-    roofline: roofline };
+    steptimeline: steptimeline, heatmap: heatmap, roofline: roofline };
 
   /* Draws every chart of one article from its JSON; a chart with nothing to draw takes
      its figure away rather than leave it empty. */
