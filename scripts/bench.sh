@@ -11,7 +11,9 @@
 #                                          total JSON (issue 19: <= 2.3x and <= 0.25x for 4)
 #
 # Options (before the sizes): --source FILE tiles another trace (default: the B200 vLLM
-# trace in ../shared/traces); --keep DIR leaves the tiled traces there.
+# trace in ../shared/traces); --keep DIR leaves the tiled traces there; --format FMT
+# renders the report as FMT (default json; `html` measures the HTML page and prints
+# its size).
 #
 # The trace is tiled to SIZE_MB million bytes of JSON (timestamps and every linking id
 # shifted per copy: correlation, External id, Python id/parent id, flow ids; see
@@ -26,10 +28,12 @@ cd "$(dirname "$0")/.."
 
 source_trace=../shared/traces/AMD-AGI__TraceLens__eager_trace.json.gz
 keep=""
+format=json
 while [[ $# -gt 0 && $1 == --* && $1 != --scaling && $1 != --ranks ]]; do
     case $1 in
     --source) source_trace=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --format) format=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -81,8 +85,12 @@ bench_size() {
     : > "$work/triage.txt"
     for _ in $(seq "$runs"); do
         timed "$work/zcat.txt" zcat "$gz"
-        timed "$work/triage.txt" "$triage" --framework vllm --input "$gz" --format json
+        timed "$work/triage.txt" "$triage" --framework vllm --input "$gz" --format "$format"
     done
+    if [[ $format != json ]]; then
+        "$triage" --framework vllm --input "$gz" --format "$format" --output "$work/report.$format"
+        echo "report (--format $format) $(wc -c < "$work/report.$format") bytes" >&2
+    fi
     local zcat_s triage_s rss_kb
     zcat_s=$(cut -d' ' -f1 "$work/zcat.txt" | median)
     triage_s=$(cut -d' ' -f1 "$work/triage.txt" | median)
