@@ -19,6 +19,9 @@ pub enum TriageError {
     /// A plugin failed; `plugin` is its name or path.
     #[error("plugin {plugin}: {message}")]
     Plugin { plugin: String, message: String },
+    /// `diff`: a threshold of the regression gate was crossed; the message says which.
+    #[error("{0}")]
+    Regression(String),
     /// Writing the report (`--output`, stdout) failed.
     #[error("{}: {message}", path.display())]
     Output { path: PathBuf, message: String },
@@ -52,6 +55,7 @@ impl TriageError {
             TriageError::FrameworkRefused(_) => exit::FRAMEWORK_REFUSED,
             TriageError::Capture(_) => exit::CAPTURE,
             TriageError::Plugin { .. } => exit::PLUGIN,
+            TriageError::Regression(_) => exit::REGRESSION,
         }
     }
 }

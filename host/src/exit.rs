@@ -16,6 +16,9 @@ pub const FRAMEWORK_REFUSED: i32 = 4;
 pub const CAPTURE: i32 = 5;
 /// A plugin could not be loaded, was incompatible, or failed (panicked) at run time.
 pub const PLUGIN: i32 = 6;
+/// `diff`: a step time or a row regressed beyond `--fail-on-regression(-ms)` (the diff is
+/// printed first).
+pub const REGRESSION: i32 = 7;
 
 /// `(code, meaning)` for help texts, in order.
 pub const TABLE: &[(i32, &str)] = &[
@@ -28,6 +31,10 @@ pub const TABLE: &[(i32, &str)] = &[
     ),
     (CAPTURE, "live capture failed"),
     (PLUGIN, "plugin error (load, ABI, panic)"),
+    (
+        REGRESSION,
+        "diff: a regression beyond --fail-on-regression or --fail-on-regression-ms",
+    ),
 ];
 
 /// The "Exit codes" section at the end of `--help`: one `  CODE  MEANING` line per row
@@ -51,7 +58,8 @@ mod tests {
             "Exit codes:\n  0  report printed\n  2  usage error\n  \
              3  input unreadable or not a torch.profiler trace\n  \
              4  framework refused (--framework auto found no engine claim, or a tie)\n  \
-             5  live capture failed\n  6  plugin error (load, ABI, panic)"
+             5  live capture failed\n  6  plugin error (load, ABI, panic)\n  \
+             7  diff: a regression beyond --fail-on-regression or --fail-on-regression-ms"
         );
     }
 

@@ -22,6 +22,7 @@ pub(crate) mod checks;
 pub mod cli;
 pub mod commands;
 pub(crate) mod dates;
+pub(crate) mod diff;
 pub mod error;
 pub mod exit;
 pub(crate) mod output;

@@ -46,5 +46,6 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Bundle(args)) => commands::bundle::exec(args, global),
         Some(Command::Tool(args)) => commands::tool::exec(args, global),
         Some(Command::Man(args)) => commands::man::exec(args, global),
+        Some(Command::Diff(args)) => commands::diff::exec(args, global),
     }
 }

@@ -56,6 +56,7 @@ fn kernel_row(kernel: &str, cpu_op: &str, location: &str) -> KernelRow {
         input_dims: None,
         launch_mix: Vec::new(),
         roofline: None,
+        role: None,
     }
 }
 

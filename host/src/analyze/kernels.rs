@@ -467,6 +467,7 @@ fn finish_row(
         launch_mix,
         name,
         roofline: None,
+        role: None,
     }
 }
 

@@ -439,7 +439,7 @@ fn read_section(entry: &Entry) -> Result<std::result::Result<Section, Skipped>> 
 }
 
 /// Our `--format json` report, or why the text is not one.
-fn json_report(text: &str) -> std::result::Result<Report, String> {
+pub(crate) fn json_report(text: &str) -> std::result::Result<Report, String> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let version = value.get("schema_version").and_then(|v| v.as_u64());

@@ -75,6 +75,11 @@ pub enum Command {
     Tool(ToolArgs),
     /// Print the man page (roff), or write one page per command into a directory.
     Man(ManArgs),
+    /// Compare two runs (each a trace, a profile directory or a saved --format json
+    /// report): per stage, the step time and a waterfall of its change; exit 7 when
+    /// --fail-on-regression(-ms) is crossed.
+    #[command(infer_long_args = true, after_help = crate::exit::help_text())]
+    Diff(DiffArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -122,6 +127,59 @@ pub struct BundleArgs {
 pub enum BundleFormat {
     Markdown,
     Html,
+}
+
+// ---- `diff` ----
+
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The baseline: a trace file, a profile directory or a saved --format json report
+    /// (save it with --min-share 0 so every kernel row is compared).
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// The run compared with it, of the same kinds.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Engine of the traces (both sides): auto, or a plugin name or alias.
+    #[arg(long, value_name = "NAME", default_value = "auto")]
+    pub framework: String,
+    /// Analyse this TP rank of a directory that holds several (both sides).
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
+    /// Compare only this stage: extend/prefill, decode or all.
+    #[arg(long, value_name = "STAGE")]
+    pub stage: Option<String>,
+    /// A capture trace of the graphs the traces replay (repeatable; both sides).
+    #[arg(long, value_name = "PATH")]
+    pub capture_input: Vec<PathBuf>,
+    /// Load the catalog from DIR instead of the built-in one.
+    #[arg(long, value_name = "DIR")]
+    pub catalog: Option<PathBuf>,
+    /// Analyse only GPU work whose trace pid contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub pid_substring: Option<String>,
+    /// The GPU the roofline divides by (both sides), as for a triage.
+    #[arg(long, value_name = "NAME", conflicts_with = "device_spec")]
+    pub device: Option<String>,
+    /// The GPU the roofline divides by, from a one-row device TOML file.
+    #[arg(long, value_name = "FILE")]
+    pub device_spec: Option<PathBuf>,
+    /// A row whose per-step time changed by at most PCT percent of its base is `same`.
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    pub noise: f64,
+    /// Exit 7 when a stage's step time or any row grew by more than PCT percent.
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+    /// Exit 7 when a stage's step time or any row grew by more than MS milliseconds
+    /// per step.
+    #[arg(long, value_name = "MS")]
+    pub fail_on_regression_ms: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Markdown)]
+    pub format: OutputFormat,
+    /// Write the diff to FILE (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -7,6 +7,7 @@ mod capture_options;
 pub mod capture_plan;
 pub mod catalog;
 pub mod completions;
+pub mod diff;
 pub mod man;
 pub mod plugins;
 pub mod probe;

@@ -5,7 +5,7 @@
 //! (both valid JSON escapes of the same string), so the HTML report can embed this very
 //! text in a `<script>` element without a trace's kernel name ending it.
 
-use super::{Renderer, Report};
+use super::{DiffDocument, DiffReport, Renderer, Report};
 
 pub(crate) struct Json;
 
@@ -19,6 +19,16 @@ impl Renderer for Json {
         text.push('\n');
         script_safe(text)
     }
+}
+
+/// `diff --format json`: `{"diff": {...}}` (the `DiffReport` under the key `diff`).
+pub(crate) fn render_diff(diff: &DiffReport) -> String {
+    let document = DiffDocument { diff: diff.clone() };
+    let mut text = serde_json::to_string_pretty(&document).unwrap_or_else(|e| {
+        serde_json::json!({ "error": format!("cannot serialise diff: {e}") }).to_string()
+    });
+    text.push('\n');
+    script_safe(text)
 }
 
 /// `text` with `</` and `<!--` spelled with JSON escapes. `<` occurs in JSON text only

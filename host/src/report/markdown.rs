@@ -25,6 +25,11 @@ impl Renderer for Markdown {
     }
 }
 
+/// A view built elsewhere (the diff's), laid out as this format lays out a report.
+pub(super) fn render_view(view: &View) -> String {
+    finish(&document(view))
+}
+
 fn document(view: &View) -> Vec<String> {
     let mut lines = vec![format!("# {}", view.title)];
     lines.extend(view.header.iter().map(|l| one_line(l)));

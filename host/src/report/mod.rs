@@ -1,6 +1,7 @@
 //! Rendering the `Report` value. One file per output format, one trait for all: every
 //! format sees the same `Report`, so they can differ in layout but never in facts.
 mod device;
+mod diff;
 pub(crate) mod escape;
 pub(crate) mod html;
 pub(crate) mod json;
@@ -82,6 +83,19 @@ pub fn render_with(report: &Report, format: Format, options: &RenderOptions) -> 
         .render(report),
     }
 }
+
+/// Renders a diff of two runs (`llm-triage diff`) in `format`: markdown and text from one
+/// view (`report/diff.rs`), JSON as the `{"diff": ...}` document.
+pub fn render_diff(diff: &DiffReport, format: Format, color: bool) -> String {
+    match format {
+        Format::Markdown => markdown::render_view(&diff::diff_view(diff)),
+        Format::Text => text::render_view(&diff::diff_view(diff), color),
+        Format::Json => json::render_diff(diff),
+        Format::Html => html::diff_page::diff_page(diff, &json::render_diff(diff)),
+    }
+}
+
+pub(crate) use diff::regression_line;
 
 /// Whether to colour terminal output: `NO_COLOR` (any non-empty value) turns colour off,
 /// else `CLICOLOR_FORCE` (non-empty, not `0`) turns it on, else only a terminal gets it.

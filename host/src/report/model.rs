@@ -188,6 +188,10 @@ pub struct KernelRow {
     /// absent when the trace gives neither a shape nor a launch geometry for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roofline: Option<KernelRoofline>,
+    /// The role (`catalog/roles.toml`, `analyze::layers`) of the most of the row's GPU
+    /// time; absent when that role is `other`. `diff` pairs rows across backends by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
 }
 
 /// One (launch site, CPU op) pair of a kernel row and its share of the row's GPU time.
@@ -810,4 +814,204 @@ pub struct RoleRow {
     pub share_pct: f64,
     /// GPU ops with this role (graph replays count each kernel run).
     pub launches: u64,
+}
+
+// ---- Diff of two runs (`diff`, `llm-triage diff BASE NEW`) ----
+//
+// The JSON of `llm-triage diff --format json` is a [`DiffDocument`]: `{"diff": {...}}`.
+// Every time is carried twice: in exact integer nanoseconds (`*_ns`) and as those
+// nanoseconds / 1000 (`*_us`), so the identities below hold exactly in the `_ns` fields.
+
+/// The document `diff --format json` prints: the one key `diff`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DiffDocument {
+    pub diff: DiffReport,
+}
+
+/// Two runs compared, stage by stage (`diff`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiffReport {
+    /// The report schema version the two sides were read with (`SCHEMA_VERSION`).
+    pub schema_version: u32,
+    pub tool_version: String,
+    /// The baseline run.
+    pub base: DiffSide,
+    /// The run compared with it.
+    pub new: DiffSide,
+    /// `--noise PCT`: a row whose change is at most this percentage of its base counts
+    /// as `same`.
+    pub noise_pct: f64,
+    /// `--fail-on-regression PCT`, if given.
+    pub fail_on_regression_pct: Option<f64>,
+    /// `--fail-on-regression-ms MS`, if given.
+    pub fail_on_regression_ms: Option<f64>,
+    /// Stages present on either side, in stage order.
+    pub stages: Vec<DiffStage>,
+    /// What crossed a `--fail-on-regression*` threshold; empty without a threshold.
+    pub regressions: Vec<Regression>,
+    /// What the reader should know about the comparison as a whole.
+    pub notes: Vec<String>,
+}
+
+/// One side of a diff: what was read and what it is.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiffSide {
+    /// The path given on the command line.
+    pub path: String,
+    /// `trace` (a trace file triaged now), `directory` (a profile directory triaged
+    /// now) or `report` (a saved `--format json` report).
+    pub kind: String,
+    /// The side's engine (`framework.display_name` of its report).
+    pub framework: String,
+    pub model: Option<String>,
+    /// The side's trace files (its report's `inputs`).
+    pub inputs: Vec<InputInfo>,
+    /// The side's analysed GPU (`device.name`), when known.
+    pub device: Option<String>,
+}
+
+/// One stage of the diff: the per-step wall time of each side and the waterfall that
+/// splits its change. `sum(rows[].delta_ns) = delta_ns` exactly, and likewise
+/// `sum(rows[].base_ns) = base_step_ns`, `sum(rows[].new_ns) = new_step_ns`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiffStage {
+    /// `extend/prefill`, `decode` or `all`.
+    pub stage: String,
+    /// The base side's wall time per step: the sum of its steps' `wall_us` divided by
+    /// `base_steps`, rounded to the nanosecond (a stage without steps: its GPU time).
+    pub base_step_us: f64,
+    pub new_step_us: f64,
+    /// `new_step_us - base_step_us`.
+    pub delta_us: f64,
+    /// `100 * delta / base_step` (null when the base has no time).
+    pub delta_pct: Option<f64>,
+    pub base_step_ns: i64,
+    pub new_step_ns: i64,
+    pub delta_ns: i64,
+    /// `new`, `gone`, `faster`, `slower` or `same` (within `noise_pct`), as for rows.
+    pub status: String,
+    /// Steps each side's figures are averaged over (1 for a stage without steps).
+    pub base_steps: usize,
+    pub new_steps: usize,
+    /// What each side's steps ran: batch, tokens, context (from the step labels).
+    pub base_workload: Workload,
+    pub new_workload: Workload,
+    /// Wall time per token of each side, when both sides' steps all give token counts.
+    pub per_token: Option<PerToken>,
+    /// The waterfall: kernel rows (communication kernels excepted, which the exposed
+    /// communication row covers), then exposed communication, each idle cause, the
+    /// concurrency correction, the rows below a saved report's share cut and the
+    /// rounding row.
+    pub rows: Vec<DiffRow>,
+    /// What changed in meaning: fusions, overlap, speed of light.
+    pub meaning: DiffMeaning,
+    /// What the reader should know about this stage's comparison.
+    pub notes: Vec<String>,
+}
+
+/// What one side's steps of a stage ran, read from their labels (`bs=32`, `toks=15360`,
+/// vLLM's `execute_N_context_C(sq..sk..)_generation_G(sq..sk..)`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Workload {
+    /// Mean requests per step over the steps whose label gives one; null when none does.
+    pub batch_mean: Option<f64>,
+    /// Mean tokens per step over the steps whose label gives them.
+    pub tokens_mean: Option<f64>,
+    /// Mean context (KV) length summed over a step's requests, where the label gives it.
+    pub context_mean: Option<f64>,
+    /// Steps whose label gives a token count (per-token figures need all of them).
+    pub steps_with_tokens: usize,
+    /// Exact sum of the token counts of those steps.
+    pub tokens_total: u64,
+}
+
+/// Wall time per token: the stage's summed step wall time over its summed tokens.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PerToken {
+    pub base_us_per_token: f64,
+    pub new_us_per_token: f64,
+    /// `100 * (new - base) / base`.
+    pub delta_pct: f64,
+}
+
+/// One waterfall row: a part of the per-step wall time on each side.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiffRow {
+    /// What the row is: a kernel's canonical name (the base side's when both have one),
+    /// `role <role>` for a row matched across backends by its role, or one of the fixed
+    /// rows `exposed communication`, `launch idle`, `sync idle`, `graph gap`, `host gap`,
+    /// `concurrency`, `below share cut`, `rounding`.
+    pub key: String,
+    /// `kernel` or `fixed`.
+    pub kind: String,
+    /// The row's time per step on each side: its stage total over the steps divided by
+    /// the side's step count, rounded to the nanosecond.
+    pub base_us: f64,
+    pub new_us: f64,
+    /// `new_us - base_us`.
+    pub delta_us: f64,
+    /// `100 * delta / |base|`; null when the base is zero.
+    pub delta_pct: Option<f64>,
+    pub base_ns: i64,
+    pub new_ns: i64,
+    pub delta_ns: i64,
+    /// `new` (no base time), `gone` (no new time), `faster`, `slower`, or `same` (the
+    /// change is at most `noise_pct` of the base; the rounding row is always `same`).
+    pub status: String,
+    /// How the kernel rows of the two sides were paired: `role` (same role and family),
+    /// `site` (same launch site and family), `name` (same canonical name), `untemplated`
+    /// (same name without template arguments), `family` (same kernel family). Fixed rows,
+    /// and kernel rows found on one side only, are keyed by their own name: `name`.
+    pub matched_by: String,
+    /// Canonical kernel name on each side (kernel rows; null where the side has none).
+    pub base_kernel: Option<String>,
+    pub new_kernel: Option<String>,
+    /// The kernel family (the base side's when both have one).
+    pub family: Option<String>,
+}
+
+/// A threshold crossed: the stage's step time or one row grew beyond
+/// `--fail-on-regression PCT` or `--fail-on-regression-ms MS`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Regression {
+    pub stage: String,
+    /// `step` (the stage's step time), or the row's `key`.
+    pub key: String,
+    pub base_us: f64,
+    pub new_us: f64,
+    pub delta_us: f64,
+    /// `100 * delta / |base|`; for a row with no base time, of the stage's base step.
+    pub delta_pct: Option<f64>,
+    /// `pct` or `ms`: which threshold it crossed (both: `pct`).
+    pub threshold: String,
+}
+
+/// What changed beyond the numbers in one stage.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiffMeaning {
+    /// Fuse-table rows whose conclusion differs between the sides, catalog order.
+    pub fusions: Vec<FusionChange>,
+    /// Union of the time two or more streams were busy, per step, on each side
+    /// (`overlap_stages[].overlapped_us` over the steps); null when a side lacks it.
+    pub base_overlapped_us: Option<f64>,
+    pub new_overlapped_us: Option<f64>,
+    /// `gained`, `lost` or `same` (within `noise_pct` of the base).
+    pub overlap: Option<String>,
+    /// The stage's speed of light (`sol.sol_pct`) on each side, where known.
+    pub base_sol_pct: Option<f64>,
+    pub new_sol_pct: Option<f64>,
+}
+
+/// A fuse-table row that started or stopped firing, or changed its conclusion.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct FusionChange {
+    /// Catalog id.
+    pub id: String,
+    pub label: String,
+    /// The row's `conclusion` on each side; null when the side's table lacks the row.
+    pub base: Option<String>,
+    pub new: Option<String>,
+    /// `started firing` (now `present`), `stopped firing` (was `present`), or
+    /// `changed`.
+    pub change: String,
 }

@@ -31,6 +31,7 @@ pub(super) fn row(
         input_dims: None,
         launch_mix: Vec::new(),
         roofline: None,
+        role: None,
     }
 }
 

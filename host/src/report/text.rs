@@ -28,6 +28,11 @@ impl Renderer for Text {
     }
 }
 
+/// A view built elsewhere (the diff's), laid out as this format lays out a report.
+pub(super) fn render_view(view: &View, color: bool) -> String {
+    finish(&document(view, Paint { on: color }))
+}
+
 /// Columns are separated by this much space.
 const GAP: &str = "  ";
 

@@ -237,6 +237,10 @@ fn check_page(what: &str, html_path: &Path, reports: &[(&str, &str)]) {
             check_cell(&report, &c[1], &c[2], what);
             cells += 1;
         }
+        if let Some(diff) = report.get("diff") {
+            check_diff(diff, part, what);
+            continue;
+        }
         // Each kernel row of the JSON is a row of its stage's table, with its figures.
         for (s, stage) in report["stages"].as_array().unwrap().iter().enumerate() {
             let kernels = stage["kernels"].as_array().unwrap();
@@ -264,6 +268,26 @@ fn check_page(what: &str, html_path: &Path, reports: &[(&str, &str)]) {
         assert!(
             cells > 0 || report["stages"].as_array().unwrap().is_empty(),
             "{what}: no number cells"
+        );
+    }
+}
+
+/// A diff page: each waterfall row of each stage is a table row with its figures, and
+/// the stage's waterfall chart was drawn.
+fn check_diff(diff: &Value, part: &str, what: &str) {
+    for (s, stage) in diff["stages"].as_array().unwrap().iter().enumerate() {
+        let rows = stage["rows"].as_array().unwrap();
+        for r in 0..rows.len() {
+            for field in ["base_us", "new_us", "delta_us"] {
+                let path = format!("data-path=\"/diff/stages/{s}/rows/{r}/{field}\"");
+                assert_eq!(part.matches(&path).count(), 1, "{what}: {path}");
+            }
+        }
+        let drawn = format!("data-chart=\"diffwaterfall\" data-stage=\"{s}\"><svg");
+        assert_eq!(
+            part.contains(&drawn),
+            !rows.is_empty(),
+            "{what}: stage {s}'s waterfall"
         );
     }
 }
@@ -549,4 +573,22 @@ fn the_html_bundle_of_saved_reports_passes_in_a_real_browser() {
         .map(|(i, j)| (i.as_str(), j.as_str()))
         .collect();
     check_page("bundle", &page, &pairs);
+}
+
+/// `diff --format html` of the SGLang Qwen3 decode trace against its prefill+decode
+/// run: the waterfall page passes the browser checks and embeds `diff --format json`.
+#[test]
+fn the_html_diff_page_passes_in_a_real_browser() {
+    chromium();
+    let dir = tempfile::tempdir().unwrap();
+    let args = vec![
+        "diff".to_string(),
+        shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz")
+            .display()
+            .to_string(),
+        shared_trace("AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz")
+            .display()
+            .to_string(),
+    ];
+    check_triage("diff", &args, dir.path());
 }

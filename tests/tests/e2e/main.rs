@@ -21,6 +21,7 @@ mod cli;
 mod cli_output;
 mod companion;
 mod device;
+mod diff;
 mod display_names;
 mod engine_fixtures;
 mod faults;

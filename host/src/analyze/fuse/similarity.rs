@@ -308,6 +308,7 @@ mod tests {
             input_dims: None,
             launch_mix: Vec::new(),
             roofline: None,
+            role: None,
         }
     }
 

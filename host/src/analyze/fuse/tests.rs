@@ -41,6 +41,7 @@ fn kernel(name: &str, us: f64, location: &str, op: &str) -> KernelRow {
         input_dims: None,
         launch_mix: Vec::new(),
         roofline: None,
+        role: None,
     }
 }
 

@@ -102,6 +102,7 @@ fn report_with(names: &[&str]) -> StageReport {
             launch_site_source: "eager".to_string(),
             input_dims: None,
             roofline: None,
+            role: None,
         });
     }
     stage

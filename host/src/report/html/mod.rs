@@ -12,6 +12,7 @@
 
 mod article;
 pub(crate) mod bundle_page;
+pub(crate) mod diff_page;
 mod figures;
 mod tables;
 

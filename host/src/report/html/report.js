@@ -315,6 +315,35 @@
     return out;
   }
 
+  /* diff: the base step, each waterfall row's delta as a floating bar (red slower,
+     green faster), then the new step. */
+  function diffwaterfall(stage) {
+    var rows = stage.rows.filter(function (r) { return r.delta_ns !== 0; });
+    var W = 1000, L = 260, rowH = 16, T = 4, R = 10;
+    var H = T + rowH * (rows.length + 2) + 18;
+    var lo = 0, hi = Math.max(stage.base_step_us, stage.new_step_us), run = stage.base_step_us;
+    rows.forEach(function (r) { run += r.delta_us; lo = Math.min(lo, run); hi = Math.max(hi, run); });
+    if (!(hi > lo)) { return ""; }
+    function px(v) { return L + (W - L - R) * (v - lo) / (hi - lo); }
+    var body = "", y = T;
+    function bar(label, from, to, fill, tip) {
+      body += text(L - 6, y + rowH - 4, label.length > 40 ? label.slice(0, 39) + "…" : label, "end");
+      body += rect(px(Math.min(from, to)), y + 2, Math.max(Math.abs(px(to) - px(from)), 1), rowH - 4, fill, tip);
+      y += rowH;
+    }
+    bar("base step", 0, stage.base_step_us, "#4e79a7", "base step " + us(stage.base_step_us));
+    run = stage.base_step_us;
+    rows.forEach(function (r) {
+      bar(r.key, run, run + r.delta_us, r.delta_us > 0 ? "#e15759" : "#59a14f",
+        r.key + ": " + us(r.base_us) + " → " + us(r.new_us) + " (" + (r.delta_us > 0 ? "+" : "") + us(r.delta_us) + ")");
+      run += r.delta_us;
+    });
+    bar("new step", 0, stage.new_step_us, "#4e79a7", "new step " + us(stage.new_step_us));
+    body += line(px(0), T, px(0), y);
+    body += text(px(lo), H - 4, us(lo)) + text(px(hi), H - 4, us(hi), "end");
+    return svg(W, H, body);
+  }
+
   var STAGE_CHARTS = { families: families, waterfall: waterfall, histogram: histogram, roles: roles,
     steptimeline: steptimeline, heatmap: heatmap, roofline: roofline };
 
@@ -327,6 +356,9 @@
       var html = "";
       if (kind === "ranks") {
         html = ranks(report);
+      } else if (kind === "diffwaterfall") {
+        var diffStage = report.diff ? report.diff.stages[Number(div.getAttribute("data-stage"))] : null;
+        html = diffStage ? diffwaterfall(diffStage) : "";
       } else if (STAGE_CHARTS[kind]) {
         var stage = report.stages[Number(div.getAttribute("data-stage"))];
         html = stage ? STAGE_CHARTS[kind](stage, report) : "";
