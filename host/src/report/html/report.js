@@ -26,6 +26,10 @@
     if (a >= 1e3) { return fmt(v / 1e3, 3) + " ms"; }
     return fmt(v, 3) + " µs";
   }
+  /* A bin edge: 5 µs, 1 ms, 10 ms. */
+  function short(v) {
+    return v >= 1e3 ? String(v / 1e3) + " ms" : String(v) + " µs";
+  }
   /* JSON pointer lookup (RFC 6901), for data-path cells. */
   function pointer(doc, path) {
     var parts = path.split("/").slice(1);
@@ -100,7 +104,7 @@
     var max = steps.reduce(function (m, s) { return Math.max(m, s.wall_us); }, 0);
     if (!(max > 0)) { return ""; }
     var W = 1000, H = 220, L = 70, B = 20, plotW = W - L - 5, plotH = H - B - 8;
-    var bw = plotW / steps.length;
+    var bw = Math.min(plotW / steps.length, 60);
     var body = line(L, 8, L, 8 + plotH) + line(L, 8 + plotH, W - 5, 8 + plotH);
     body += text(L - 4, 14, us(max), "end") + text(L - 4, 8 + plotH, "0", "end");
     steps.forEach(function (s, i) {
@@ -113,7 +117,7 @@
           "step " + s.index + " " + s.label + ": " + p[1] + " " + us(s[p[0]]) + " of " + us(s.wall_us));
       });
     });
-    body += text(L, H - 4, "step 0") + text(W - 5, H - 4, "step " + steps[steps.length - 1].index, "end");
+    body += text(L, H - 4, "step 0") + text(L + bw * steps.length, H - 4, "step " + steps[steps.length - 1].index, "end");
     return svg(W, H, body) + legend(STEP_PARTS.map(function (p) { return [p[1], p[2]]; }));
   }
 
@@ -128,7 +132,7 @@
     body += text(L - 4, 14, String(max), "end") + text(L - 4, 8 + plotH, "0", "end");
     bins.forEach(function (b, i) {
       var h = plotH * b.count / max;
-      var label = b.hi_us === null ? "≥ " + us(b.lo_us) : us(b.lo_us) + " – " + us(b.hi_us);
+      var label = b.hi_us === null ? "≥ " + short(b.lo_us) : short(b.lo_us) + " – " + short(b.hi_us);
       body += rect(L + i * bw + 4, 8 + plotH - h, bw - 8, h, "#f28e2b",
         label + ": " + b.count + " gaps, " + us(b.total_us));
       body += text(L + (i + 0.5) * bw, H - 6, label, "middle");
