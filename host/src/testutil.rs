@@ -89,6 +89,7 @@ impl TraceFixture {
             grid: None,
             block: None,
             blocks_per_sm: None,
+            bytes: None,
         };
         self.trace.gpu_ops.push(op);
         self

@@ -27,6 +27,7 @@ use crate::error::{Result, TriageError};
 use crate::plugins::{self, Engine, PluginSet};
 use crate::report::{FrameworkInfo, GraphCaptureInfo, InputInfo, Report, SCHEMA_VERSION};
 use crate::trace::discover::capture_files::capture_files_of;
+use crate::trace::discover::rank_files::discover_rank_files;
 use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::{Trace, FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES};
 use crate::trace::evidence::evidence;
@@ -70,6 +71,13 @@ pub(crate) struct TriageRequest {
     pub capture_inputs: Vec<PathBuf>,
     /// `--device NAME` / `--device-spec FILE`, else the trace's device from the table.
     pub device: DeviceChoice,
+    /// `--model-config FILE`: the model's config.json for the roofline's model-config
+    /// shapes, instead of one found beside the traces (`trace::model_config`).
+    pub model_config: Option<PathBuf>,
+    /// `--all-ranks` with several `--input` files: every one of them (`input` is the
+    /// first), each one rank's trace (`ranks::inputs`). For one rank's own triage: that
+    /// rank's files, read instead of discovering `input`.
+    pub rank_inputs: Vec<PathBuf>,
 }
 
 /// Files smaller than this read too fast for a progress bar to help.
@@ -142,7 +150,18 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     if request.all_ranks {
         return crate::ranks::run(request);
     }
-    run_observed(request, None, &mut |_| {})
+    run_observed(request, None, Depth::Report, &mut |_| {})
+}
+
+/// How much of the triage a run needs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Depth {
+    /// The whole report: every table.
+    Report,
+    /// Only what `ranks::digest` reads (a rank --all-ranks compares but does not report):
+    /// read, link, stage and timeline; the kernel, fuse, overlap, layer and roofline
+    /// passes are skipped and the report holds the inputs and the stages' timelines.
+    Digest,
 }
 
 /// What one triage hands an observer before its traces are dropped: the all-ranks
@@ -158,9 +177,13 @@ pub(crate) struct Observed<'a> {
 pub(crate) fn run_observed(
     request: &TriageRequest,
     plugins: Option<&PluginSet>,
+    depth: Depth,
     observe: &mut dyn FnMut(&Observed<'_>),
 ) -> Result<Report> {
-    let mut traces_set = discover(&request.input, request.rank)?;
+    let mut traces_set = match (request.rank, request.rank_inputs.as_slice()) {
+        (Some(rank), files) if !files.is_empty() => discover_rank_files(files, rank)?,
+        _ => discover(&request.input, request.rank)?,
+    };
     let mut mapping_set = match &request.mapping_input {
         Some(path) => Some(discover(path, request.rank)?),
         None => None,
@@ -186,6 +209,9 @@ pub(crate) fn run_observed(
     } = Catalog::load(request.catalog.as_deref(), plugin_set)?;
     // A bad --device or --device-spec fails before the (long) read.
     let chosen = chosen_device(&request.device, &device_table)?;
+    // So does a --model-config that cannot be read.
+    let explicit_model =
+        crate::trace::model_config::model_shape(request.model_config.as_deref(), &[])?;
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
     sets.extend(mapping_set.as_mut());
@@ -240,6 +266,20 @@ pub(crate) fn run_observed(
     let server_args = server_args_found.map(|a| &a.values);
 
     let staged = staged_traces(&traces, &formal);
+    let timeline_options = TimelineOptions {
+        top_gaps: request.top_gaps,
+        steps: &step_catalog,
+    };
+    if depth == Depth::Digest {
+        let timelines = stage_timelines(&staged, &formal.locator, &families, &timeline_options);
+        let report = digest_report(selection, input_infos(&traces_set, &traces), timelines);
+        observe(&Observed {
+            staged: &staged,
+            locator: &formal.locator,
+            report: &report,
+        });
+        return Ok(report);
+    }
     let options = KernelTableOptions {
         min_share_pct: request.min_share_pct,
         limit: request.kernel_table_limit,
@@ -278,19 +318,19 @@ pub(crate) fn run_observed(
         },
     );
     let (stages, mut overlap_stages) = attach_overlap(stages, overlap);
-    let timelines = stage_timelines(
-        &staged,
-        &formal.locator,
-        &families,
-        &TimelineOptions {
-            top_gaps: request.top_gaps,
-            steps: &step_catalog,
-        },
-    );
+    let timelines = stage_timelines(&staged, &formal.locator, &families, &timeline_options);
     let stages = attach_timeline(stages, timelines);
     // Layers and roles: the timeline's steps, the catalog's roles, the model's layer count.
     let (expected_layers, config_note) =
         layer_count_of_run(request, &traces_set, server_args_found);
+    // --model-config's layer count when the run has none of its own.
+    let expected_layers = expected_layers.or_else(|| {
+        let shape = explicit_model.as_ref()?;
+        Some(crate::trace::model_config::LayerCount {
+            count: shape.layers?,
+            source: shape.source.clone(),
+        })
+    });
     let layers = stage_layers(
         &staged,
         &LayerInputs {
@@ -301,6 +341,19 @@ pub(crate) fn run_observed(
         },
     );
     let mut stages = attach_layers(stages, layers);
+    // The model's dimensions for the roofline's launches without Input Dims (issue 18).
+    let model_shape = match explicit_model {
+        Some(shape) => Some(shape),
+        None => crate::trace::model_config::model_shape(
+            None,
+            &config_dirs(request, &traces_set, server_args_found),
+        )?,
+    };
+    let model_inputs = roofline::ModelInputs {
+        shape: model_shape.as_ref(),
+        tp: crate::trace::model_config::tp_size(server_args),
+        families: &families,
+    };
     // The formal traces' GPU (what their kernel times ran on) and its row of the device
     // table, or the row --device / --device-spec chose: the report names it and the
     // roofline divides by it.
@@ -308,7 +361,8 @@ pub(crate) fn run_observed(
     let device_row = match_trace_device(device, &device_table, chosen);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
     let roof = roofline::roof_of(device, device_row.as_ref());
-    let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof);
+    let (rooflines, roofline_notes) =
+        roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs);
     stages = roofline::attach(stages, rooflines, &roof);
     let inputs = input_infos(&traces_set, &traces);
     if inputs.iter().all(|i| i.graph_capture.is_some()) {
@@ -328,6 +382,7 @@ pub(crate) fn run_observed(
     notes.extend(capture_notes);
     notes.extend(replay_notes);
     notes.extend(config_note);
+    notes.extend(roofline_notes);
     let all_linked = formal
         .linked
         .iter()
@@ -378,6 +433,52 @@ pub(crate) fn run_observed(
         report: &report,
     });
     Ok(report)
+}
+
+/// The report of a [`Depth::Digest`] run: its engine, inputs and one stage per timeline,
+/// nothing else (never rendered: `ranks` keeps only its inputs).
+fn digest_report(
+    selection: &plugins::Selection<'_>,
+    inputs: Vec<InputInfo>,
+    timelines: Vec<(Stage, crate::report::model::StageTimeline)>,
+) -> Report {
+    let stages = timelines
+        .into_iter()
+        .map(|(stage, timeline)| crate::report::model::StageReport {
+            stage: stage.label().to_string(),
+            total_gpu_time_us: 0.0,
+            summary: String::new(),
+            kernels: Vec::new(),
+            overlap: Vec::new(),
+            fusions: Vec::new(),
+            similarity: Vec::new(),
+            notes: Vec::new(),
+            timeline: Some(timeline),
+            sol: None,
+            layers: None,
+            roles: Vec::new(),
+        })
+        .collect();
+    Report {
+        schema_version: SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        mode: "rank-digest".to_string(),
+        framework: framework_info(selection),
+        inputs,
+        model: None,
+        model_class: None,
+        server_args: serde_json::Map::new(),
+        server_args_path: None,
+        stages,
+        notes: Vec::new(),
+        mapping_framework: None,
+        mapping_inputs: Vec::new(),
+        overlap_stages: Vec::new(),
+        ranks: Vec::new(),
+        collectives: Vec::new(),
+        stragglers: Vec::new(),
+        device: None,
+    }
 }
 
 /// The graphs of every capture trace: `--capture-input`'s (a file that cannot be read
@@ -450,6 +551,19 @@ fn layer_count_of_run(
     Option<crate::trace::model_config::LayerCount>,
     Option<String>,
 ) {
+    crate::trace::model_config::layer_count(
+        server_args.map(|a| (a.path.as_path(), &a.values)),
+        &config_dirs(request, set, server_args),
+    )
+}
+
+/// Where a model's `config.json` may lie: beside `server_args.json`, in the input
+/// directory, beside the input file.
+fn config_dirs(
+    request: &TriageRequest,
+    set: &TraceSet,
+    server_args: Option<&crate::trace::discover::ServerArgs>,
+) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(parent) = server_args.and_then(|a| a.path.parent()) {
         dirs.push(parent.to_path_buf());
@@ -459,10 +573,7 @@ fn layer_count_of_run(
     } else if let Some(parent) = request.input.parent() {
         dirs.push(parent.to_path_buf());
     }
-    crate::trace::model_config::layer_count(
-        server_args.map(|a| (a.path.as_path(), &a.values)),
-        &dirs,
-    )
+    dirs
 }
 
 /// The diffusion-backend gate over `--run-log` and the logs beside the traces; the notes

@@ -77,7 +77,15 @@ pub struct DeviceSpec {
     pub hbm_tb_per_s: f64,
     /// The vendor document (URL, title, table or page) the figures come from.
     pub citation: String,
+    /// How the figures were checked against that document (`checked`: a verdict of
+    /// [`CHECK_VERDICTS`] and what it covered); catalog provenance, not in the report.
+    #[serde(skip)]
+    pub checked: Option<String>,
 }
+
+/// How a row's figures were checked, the words its `checked` starts with: against the
+/// cited page itself, against a page reproducing its table, or not at all.
+pub const CHECK_VERDICTS: [&str; 3] = ["cited page:", "reproduction:", "not verified:"];
 
 impl DeviceSpec {
     /// Whether `name` is this row's name or one of its aliases.
@@ -225,6 +233,7 @@ struct DeviceEntry {
     hbm_tb_per_s: f64,
     peak_tflops: BTreeMap<Dtype, f64>,
     citation: String,
+    checked: Option<String>,
 }
 
 /// Parses and validates a device table; `path` only names the source in errors.
@@ -296,6 +305,14 @@ fn validate(entry: DeviceEntry) -> Result<DeviceSpec, String> {
             "citation must name the vendor document (its https:// URL, title, table)",
         ));
     }
+    if let Some(checked) = &entry.checked {
+        if !CHECK_VERDICTS.iter().any(|v| checked.starts_with(v)) {
+            return Err(with_name(&format!(
+                "checked must start with one of {}",
+                CHECK_VERDICTS.join(" ")
+            )));
+        }
+    }
     Ok(DeviceSpec {
         name,
         aliases: entry.aliases.iter().map(|a| a.trim().to_string()).collect(),
@@ -304,6 +321,7 @@ fn validate(entry: DeviceEntry) -> Result<DeviceSpec, String> {
         peak_tflops: entry.peak_tflops,
         hbm_tb_per_s: entry.hbm_tb_per_s,
         citation: entry.citation,
+        checked: entry.checked,
     })
 }
 
@@ -316,6 +334,23 @@ mod tests {
     }
 
     const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn every_builtin_row_says_how_its_figures_were_checked() {
+        for d in &builtin().devices {
+            let checked = d.checked.as_deref().unwrap_or_else(|| panic!("{}", d.name));
+            assert!(
+                CHECK_VERDICTS.iter().any(|v| checked.starts_with(v)),
+                "{}: {checked}",
+                d.name
+            );
+        }
+        let bad = ONE_ROW.replace("citation =", "checked = \"looked fine\"\ncitation =");
+        let err = parse_devices(&bad, Path::new("d.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("checked must start with"), "{err}");
+    }
 
     #[test]
     fn every_builtin_row_cites_its_vendor_document_and_gives_peaks() {
@@ -424,6 +459,7 @@ mod tests {
             peak_tflops: BTreeMap::from([(Dtype::Bf16, 100.0)]),
             hbm_tb_per_s: 1.0,
             citation: "https://example.com".to_string(),
+            checked: None,
         }
     }
 

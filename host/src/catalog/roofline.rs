@@ -24,6 +24,9 @@ pub enum OpFormula {
         bias: Option<usize>,
         scales: Vec<usize>,
         out_bytes: Option<u64>,
+        /// The argument whose `Concrete Inputs` value is the output's c10 ScalarType
+        /// (`_scaled_mm`'s `out_dtype`); where recorded it wins over `out_bytes`.
+        out_dtype: Option<usize>,
     },
     /// `C[B] = A[B] · B[B]`.
     Bmm {
@@ -140,6 +143,7 @@ struct OpEntry {
     #[serde(default)]
     scales: Vec<usize>,
     out_bytes: Option<u64>,
+    out_dtype: Option<usize>,
     #[serde(default)]
     args: Vec<usize>,
     cache: Option<usize>,
@@ -212,6 +216,7 @@ fn formula_of(e: &OpEntry) -> Result<OpFormula, String> {
         ("bias", e.bias.is_some()),
         ("scales", !e.scales.is_empty()),
         ("out_bytes", e.out_bytes.is_some()),
+        ("out_dtype", e.out_dtype.is_some()),
         ("args", !e.args.is_empty()),
         ("cache", e.cache.is_some()),
         ("add", e.add),
@@ -219,7 +224,15 @@ fn formula_of(e: &OpEntry) -> Result<OpFormula, String> {
         ("flops_per_elem", e.flops_per_elem.is_some()),
     ];
     let allowed: &[&str] = match e.formula.as_str() {
-        "gemm" => &["a", "b", "b_layout", "bias", "scales", "out_bytes"],
+        "gemm" => &[
+            "a",
+            "b",
+            "b_layout",
+            "bias",
+            "scales",
+            "out_bytes",
+            "out_dtype",
+        ],
         "bmm" => &["a", "b"],
         "moe" | "attention" | "rope" | "all_reduce" => &["args"],
         "kv_cache_write" => &["args", "cache"],
@@ -264,6 +277,7 @@ fn formula_of(e: &OpEntry) -> Result<OpFormula, String> {
             bias: e.bias,
             scales: e.scales.clone(),
             out_bytes: e.out_bytes,
+            out_dtype: e.out_dtype,
         },
         "bmm" => OpFormula::Bmm {
             a: need(e.a, "a")?,
@@ -337,7 +351,8 @@ mod tests {
                 b_nk: false,
                 bias: None,
                 scales: Vec::new(),
-                out_bytes: None
+                out_bytes: None,
+                out_dtype: None,
             }
         );
         assert_eq!(

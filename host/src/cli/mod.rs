@@ -164,6 +164,9 @@ pub struct DiffArgs {
     /// The GPU the roofline divides by, from a one-row device TOML file.
     #[arg(long, value_name = "FILE")]
     pub device_spec: Option<PathBuf>,
+    /// The model's config.json for the roofline's shapes (both sides), as for a triage.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
     /// A row whose per-step time changed by at most PCT percent of its base is `same`.
     #[arg(long, value_name = "PCT", default_value_t = 1.0)]
     pub noise: f64,
@@ -271,9 +274,10 @@ pub enum OutputFormat {
 #[derive(Debug, Clone, Args)]
 #[command(after_help = crate::exit::help_text())]
 pub struct TriageArgs {
-    /// A trace file (.json or .json.gz) or a profile directory (single-trace mode).
+    /// A trace file (.json or .json.gz) or a profile directory (single-trace mode). With
+    /// --all-ranks it may be given several times, one trace file (or one per stage) per rank.
     #[arg(long, value_name = "PATH")]
-    pub input: Option<PathBuf>,
+    pub input: Vec<PathBuf>,
 
     /// Mapping+formal mode: the mapping trace (file or directory), captured with CUDA
     /// graphs off; it supplies each kernel's Python scope for the overlap table.
@@ -364,6 +368,13 @@ pub struct TriageArgs {
     /// the format of catalog/devices.toml (exit 3 when it does not parse or validate).
     #[arg(long, value_name = "FILE")]
     pub device_spec: Option<PathBuf>,
+
+    /// The model's Hugging Face config.json, for the roofline's shapes of launches
+    /// without Input Dims (graph replays): decode GEMMs and attention from its
+    /// dimensions, the TP size and the step's tokens (default: a config.json beside
+    /// server_args.json or the traces; exit 3 when FILE cannot be read or parsed).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
 
     /// The predecessor's spelling of leaving --merge-profiles off (the default).
     #[arg(long, hide = true, overrides_with = "merge_profiles")]

@@ -62,6 +62,8 @@ pub fn exec(args: &DiffArgs, global: &GlobalArgs) -> Result<()> {
                 (None, Some(file)) => DeviceChoice::SpecFile(file.clone()),
                 (None, None) => DeviceChoice::FromTrace,
             },
+            model_config: args.model_config.clone(),
+            rank_inputs: Vec::new(),
         },
         options: DiffOptions {
             noise_pct,

@@ -19,9 +19,16 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
             args.min_share
         )));
     }
+    let all_ranks = args.all_ranks || args.rank == Some(RankArg::All);
+    if args.input.len() > 1 && !all_ranks {
+        return Err(TriageError::Usage(
+            "--input was given several times: that compares ranks, one trace file each, and needs --all-ranks"
+                .to_string(),
+        ));
+    }
     // Live capture (--url, --mapping-url, --formal-url) first; else the input paths.
     let sources = Sources {
-        input: args.input.clone(),
+        input: args.input.first().cloned(),
         mapping_input: args.mapping_input.clone(),
         formal_input: args.formal_input.clone(),
         framework: args.framework.clone(),
@@ -36,7 +43,7 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
             Some(RankArg::One(n)) => Some(n),
             _ => None,
         },
-        all_ranks: args.all_ranks || args.rank == Some(RankArg::All),
+        all_ranks,
         min_share_pct: args.min_share,
         kernel_table_limit: args.kernel_table_limit,
         overlap_table_limit: args.overlap_table_limit,
@@ -46,12 +53,18 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         progress: !args.quiet && std::io::stderr().is_terminal(),
         run_logs: args.run_log.clone(),
         pid_substring: args.pid_substring.clone().filter(|p| !p.is_empty()),
+        model_config: args.model_config.clone(),
         capture_inputs: args.capture_input.clone(),
         device: device_choice(args),
+        rank_inputs: match args.input.len() {
+            0 | 1 => Vec::new(),
+            _ => args.input.clone(),
+        },
     };
     if let Some(output) = &args.output {
         // Before the run, so a refused output costs no analysis.
         let inputs: Vec<&std::path::Path> = std::iter::once(&request.input)
+            .chain(&request.rank_inputs)
             .chain(&request.mapping_input)
             .chain(&request.run_logs)
             .chain(&request.capture_inputs)
@@ -91,7 +104,7 @@ fn device_choice(args: &TriageArgs) -> DeviceChoice {
 /// Whether any triage flag that names a trace or a report file was given; before
 /// another subcommand such flags would be silently ignored.
 pub fn flags_given(args: &TriageArgs) -> bool {
-    args.input.is_some()
+    !args.input.is_empty()
         || args.mapping_input.is_some()
         || args.formal_input.is_some()
         || !args.capture_input.is_empty()

@@ -1,5 +1,6 @@
 //! What changed beyond the numbers in one stage: fuse-table rows that started or stopped
-//! firing, overlap across streams gained or lost, and the speed of light on each side.
+//! firing, overlap across streams gained or lost, the speed of light and the decoder
+//! layers (count and median layer) on each side.
 
 use super::normalise::{ns, per_step, us};
 use super::waterfall::status;
@@ -38,7 +39,18 @@ pub(crate) fn meaning(
         overlap: overlap.map(str::to_string),
         base_sol_pct: base.and_then(|s| s.sol.as_ref()).map(|s| s.sol_pct),
         new_sol_pct: new.and_then(|s| s.sol.as_ref()).map(|s| s.sol_pct),
+        base_layers: base.and_then(|s| s.layers.as_ref()).map(|l| l.count),
+        new_layers: new.and_then(|s| s.layers.as_ref()).map(|l| l.count),
+        base_median_layer_us: median_layer_per_step(base),
+        new_median_layer_us: median_layer_per_step(new),
     }
+}
+
+/// The median layer's time in one counted step: the layer table sums each layer over
+/// its counted steps.
+fn median_layer_per_step(stage: Option<&StageReport>) -> Option<f64> {
+    let layers = stage?.layers.as_ref()?;
+    Some(layers.median_layer_us / layers.steps.max(1) as f64)
 }
 
 /// Fuse rows whose conclusion differs, base table order first, then rows only the new
@@ -174,5 +186,25 @@ mod tests {
         let m = meaning(Some(&new), Some(&base), (Some(&on), 2), (Some(&ob), 2), 1.0);
         assert_eq!(m.overlap.as_deref(), Some("lost"));
         assert_eq!(m.fusions[0].change, "started firing");
+    }
+
+    #[test]
+    fn layers_per_step_and_the_median_layer_on_each_side() {
+        let layers = |count: usize, median: f64| crate::report::StageLayers {
+            count,
+            steps: 2,
+            median_layer_us: 2.0 * median,
+            ..crate::report::StageLayers::default()
+        };
+        let mut base = stage(vec![]);
+        base.layers = Some(layers(36, 120.5));
+        let mut new = stage(vec![]);
+        new.layers = Some(layers(36, 131.0));
+        let m = meaning(Some(&base), Some(&new), (None, 1), (None, 1), 1.0);
+        assert_eq!((m.base_layers, m.new_layers), (Some(36), Some(36)));
+        assert_eq!(m.base_median_layer_us, Some(120.5));
+        assert_eq!(m.new_median_layer_us, Some(131.0));
+        let m = meaning(Some(&base), None, (None, 1), (None, 1), 1.0);
+        assert_eq!(m.new_layers, None);
     }
 }

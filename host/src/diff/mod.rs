@@ -175,7 +175,7 @@ fn compare_stage(label: &str, base: &Report, new: &Report, noise_pct: f64) -> Di
             "A saved report left kernel rows out (--min-share): their time is the below share cut row; save reports with --min-share 0 to compare every row.".to_string(),
         );
     }
-    if workloads_differ(&base_workload, &new_workload) {
+    if b.is_some() && n.is_some() && workloads_differ(&base_workload, &new_workload) {
         notes.push(format!(
             "The workloads differ (base: {}; new: {}): per-step times compare different work{}.",
             workload_text(&base_workload),
@@ -269,4 +269,110 @@ fn workload_text(w: &Workload) -> String {
 
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `(kernel, family, gpu time in µs)`.
+    type Kernel<'a> = (&'a str, &'a str, f64);
+    /// `(label, kernels, step wall times in µs)`.
+    type Stage<'a> = (&'a str, &'a [Kernel<'a>], &'a [f64]);
+
+    /// A report with the given stages.
+    fn report(engine: &str, stages: &[Stage<'_>]) -> Report {
+        let stages: Vec<serde_json::Value> = stages
+            .iter()
+            .map(|(label, kernels, walls)| {
+                let total: f64 = kernels.iter().map(|k| k.2).sum();
+                serde_json::json!({
+                    "stage": label, "total_gpu_time_us": total, "summary": "",
+                    "kernels": kernels.iter().map(|(name, family, us)| serde_json::json!({
+                        "name": name, "raw_names": [name], "family": family,
+                        "gpu_time_us": us, "share_pct": 0.0, "launches": 1,
+                        "python_locations": [], "cpu_ops": []
+                    })).collect::<Vec<_>>(),
+                    "overlap": [], "fusions": [], "similarity": [], "notes": [],
+                    "timeline": {
+                        "span_us": 0.0, "busy_us": 0.0, "idle_us": 0.0, "idle_pct": 0.0,
+                        "idle_inside_steps_us": 0.0, "idle_outside_steps_us": 0.0,
+                        "idle_by_cause": {"launch_us": 0.0, "sync_us": 0.0, "graph_us": 0.0, "host_us": 0.0},
+                        "histogram": [], "top_gaps": [], "step_source": "step[...] annotations",
+                        "steps": walls.iter().enumerate().map(|(i, w)| serde_json::json!({
+                            "index": i, "label": "step[DECODE bs=8]", "start_us": 0.0, "wall_us": w,
+                            "compute_us": w, "exposed_comm_us": 0.0, "memcpy_us": 0.0,
+                            "launch_idle_us": 0.0, "sync_idle_us": 0.0, "graph_gap_us": 0.0,
+                            "host_gap_us": 0.0
+                        })).collect::<Vec<_>>(),
+                        "step_stats": {"count": walls.len(), "median_wall_us": 0.0, "p90_wall_us": 0.0,
+                            "max_wall_us": 0.0, "steady_first": null, "steady_last": null, "outliers": []},
+                        "notes": []
+                    }
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "tool_version": "0", "mode": "single-trace",
+            "framework": {"name": engine, "display_name": engine, "plugin_version": "1", "decided_by": []},
+            "inputs": [], "model": null, "server_args": {}, "stages": stages, "notes": [],
+            "mapping_framework": null, "mapping_inputs": [], "overlap_stages": []
+        }))
+        .unwrap()
+    }
+
+    fn side(engine: &str) -> DiffSide {
+        DiffSide {
+            framework: engine.to_string(),
+            ..DiffSide::default()
+        }
+    }
+
+    #[test]
+    fn stages_of_either_side_the_stage_filter_and_the_notes() {
+        let base = report(
+            "SGLang",
+            &[
+                ("extend/prefill", &[("gemm", "gemm", 30.0)], &[30.0]),
+                ("decode", &[("gemm", "gemm", 10.0)], &[5.0, 5.0]),
+            ],
+        );
+        let new = report(
+            "vLLM",
+            &[("decode", &[("gemm", "gemm", 12.0)], &[6.0, 6.0])],
+        );
+        let options = DiffOptions {
+            noise_pct: 1.0,
+            ..DiffOptions::default()
+        };
+        let diff = compare((side("SGLang"), &base), (side("vLLM"), &new), &options);
+        let labels: Vec<&str> = diff.stages.iter().map(|s| s.stage.as_str()).collect();
+        assert_eq!(labels, ["extend/prefill", "decode"]);
+        assert_eq!(diff.stages[0].new_step_ns, 0);
+        assert_eq!(diff.stages[0].notes, ["Only the base run has this stage."]);
+        let decode = &diff.stages[1];
+        assert_eq!((decode.base_step_ns, decode.new_step_ns), (5000, 6000));
+        assert_eq!(decode.rows[0].delta_ns, 1000);
+        assert_eq!(decode.status, "slower");
+        assert_eq!(decode.base_workload.batch_mean, Some(8.0));
+        assert!(
+            diff.notes[0].contains("different engines"),
+            "{:?}",
+            diff.notes
+        );
+
+        let decode_only = DiffOptions {
+            stage: Some("decode".to_string()),
+            ..options.clone()
+        };
+        let diff = compare((side("SGLang"), &base), (side("vLLM"), &new), &decode_only);
+        assert_eq!(diff.stages.len(), 1);
+        let missing = DiffOptions {
+            stage: Some("prefill".to_string()),
+            ..options
+        };
+        let diff = compare((side("SGLang"), &base), (side("vLLM"), &new), &missing);
+        assert!(diff.stages.is_empty());
+        assert_eq!(diff.notes[0], "Neither side has a stage prefill.");
+    }
 }

@@ -10,34 +10,68 @@
 use std::collections::BTreeMap;
 
 use super::digest::{Collective, CollectiveKey, RankDigest};
+use super::steps::{step_shift, Basis};
 use crate::trace::event::Ns;
 
 /// One collective matched on every rank: per rank (in digest order), its record.
 pub(super) struct Matched<'a> {
     pub stage: &'a str,
-    pub key: &'a CollectiveKey,
+    /// The key on the reference rank (its step numbering).
+    pub key: CollectiveKey,
     pub per_rank: Vec<&'a Collective>,
 }
 
-/// Every collective all ranks ran, in (stage order, key) order; and how many of the
-/// ranks' collectives found no partner on some rank.
-pub(super) fn match_collectives(digests: &[RankDigest]) -> (Vec<Matched<'_>>, usize) {
+/// A rank's stage whose steps were renumbered onto the reference rank's.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Shifted {
+    /// Index into the digests.
+    pub rank: usize,
+    pub stage: String,
+    pub shift: i64,
+    pub basis: Basis,
+}
+
+/// Every collective all ranks ran, in (stage order, key) order, each rank's steps first
+/// moved onto the reference rank's (`steps::step_shift`); how many of the ranks'
+/// collectives found no partner on some rank; and the shifts that were not 0.
+pub(super) fn match_collectives(digests: &[RankDigest]) -> (Vec<Matched<'_>>, usize, Vec<Shifted>) {
     let Some(reference) = digests.first() else {
-        return (Vec::new(), 0);
+        return (Vec::new(), 0, Vec::new());
     };
     let mut matched = Vec::new();
     let mut unmatched = 0;
+    let mut shifted = Vec::new();
     for stage in &reference.stages {
-        let mut by_key: BTreeMap<&CollectiveKey, Vec<Option<&Collective>>> = BTreeMap::new();
+        let mut by_key: BTreeMap<CollectiveKey, Vec<Option<&Collective>>> = BTreeMap::new();
         let mut total = 0;
         for (r, digest) in digests.iter().enumerate() {
             let Some(own) = digest.stages.iter().find(|s| s.stage == stage.stage) else {
                 continue;
             };
+            let shift = match step_shift(stage, own) {
+                (shift, Some(basis)) if r > 0 && shift != 0 => {
+                    shifted.push(Shifted {
+                        rank: r,
+                        stage: stage.stage.clone(),
+                        shift,
+                        basis,
+                    });
+                    shift
+                }
+                _ => 0,
+            };
             for c in &own.collectives {
                 total += 1;
+                // A step before the reference rank's first has no partner there.
+                let Ok(step) = usize::try_from(c.key.step as i64 + shift) else {
+                    continue;
+                };
+                let key = CollectiveKey {
+                    step,
+                    ..c.key.clone()
+                };
                 by_key
-                    .entry(&c.key)
+                    .entry(key)
                     .or_insert_with(|| vec![None; digests.len()])[r] = Some(c);
             }
         }
@@ -54,7 +88,7 @@ pub(super) fn match_collectives(digests: &[RankDigest]) -> (Vec<Matched<'_>>, us
         }
         unmatched += total;
     }
-    (matched, unmatched)
+    (matched, unmatched, shifted)
 }
 
 /// Each rank's clock minus the reference rank's, in ns, and the number of collectives
@@ -128,7 +162,8 @@ mod tests {
             rank(1, 3_000_000, &odd, None),
             rank(2, -1_500, &ends, Some(2)),
         ];
-        let (matched, unmatched) = match_collectives(&digests);
+        let (matched, unmatched, shifted) = match_collectives(&digests);
+        assert!(shifted.is_empty(), "{shifted:?}");
         assert_eq!(matched.len(), 3);
         assert_eq!(unmatched, 2, "step 2 on ranks 0 and 1");
         let offsets = clock_offsets(3, &matched);

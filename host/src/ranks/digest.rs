@@ -162,6 +162,7 @@ fn stage_collectives(
     streams.sort_unstable();
     streams.dedup();
     let frames = ThreadFrames::of(trace);
+    let mut names: FxHashMap<Sym, String> = FxHashMap::default();
     let mut ordinals: FxHashMap<(usize, String, usize), usize> = FxHashMap::default();
     let mut found = Vec::new();
     let mut outside = 0;
@@ -176,6 +177,7 @@ fn stage_collectives(
             since,
             op.ts,
             &frames,
+            &mut names,
             observed,
         );
         since = since.max(op.end());
@@ -214,12 +216,14 @@ fn stretch(
     from: Ns,
     to: Ns,
     frames: &ThreadFrames,
+    names: &mut FxHashMap<Sym, String>,
     observed: &Observed<'_>,
 ) -> Stretch {
     let mut busy = 0;
     let mut covered = from;
     let mut longest_gap: (Ns, Ns, Option<usize>) = (0, from, None);
     let mut kernels: Vec<(String, Ns)> = Vec::new();
+    let mut by_sym: Vec<(Sym, Ns)> = Vec::new();
     for &(i, _) in ops.iter().filter(|(_, f)| f.is_none()) {
         let op = &trace.gpu_ops[i];
         let (start, end) = (op.ts.max(from), op.end().min(to));
@@ -233,10 +237,19 @@ fn stretch(
             busy += end - start.max(covered);
             covered = end;
         }
-        let name = canonical_name(trace.name(op.name));
-        match kernels.iter_mut().find(|(n, _)| *n == name) {
+        match by_sym.iter_mut().find(|(n, _)| *n == op.name) {
             Some(entry) => entry.1 += end - start,
-            None => kernels.push((name, end - start)),
+            None => by_sym.push((op.name, end - start)),
+        }
+    }
+    // Canonical names once per distinct kernel, not per op (several raw names may share one).
+    for (sym, ns) in by_sym {
+        let name = names
+            .entry(sym)
+            .or_insert_with(|| canonical_name(trace.name(sym)));
+        match kernels.iter_mut().find(|(n, _)| n == name) {
+            Some(entry) => entry.1 += ns,
+            None => kernels.push((name.clone(), ns)),
         }
     }
     kernels.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

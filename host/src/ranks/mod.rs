@@ -10,25 +10,31 @@
 //! ```
 //!
 //! The report is the reference rank's (the lowest rank that could be read), with every
-//! rank's inputs and the `ranks`, `collectives` and `stragglers` sections added. Ranks
-//! are read by as many workers as the machine's cores allow, fewer when the memory
+//! rank's inputs and the `ranks`, `collectives` and `stragglers` sections added; it is
+//! the only rank triaged in full, the others only as far as their digest needs (read,
+//! link, stage, timeline: `triage::Depth::Digest`). Ranks are read by as many workers
+//! as keep the cores busy (a gzip rank's inflate thread counts), fewer when the memory
 //! available would not hold that many ranks' traces at once (said in a note).
 
 mod align;
 mod digest;
+mod inputs;
 mod split;
+mod steps;
 mod stragglers;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::catalog::load_collectives;
+use crate::catalog::{load_collectives, CollectiveRules};
 use crate::error::{Result, TriageError};
+use crate::plugins::PluginSet;
 use crate::report::Report;
-use crate::trace::discover::{discover_ranks, OTHER_RANKS_HINT};
-use crate::triage::{load_plugins, run_observed, TriageRequest};
+use crate::trace::discover::OTHER_RANKS_HINT;
+use crate::triage::{load_plugins, run_observed, Depth, TriageRequest};
 
 use digest::RankDigest;
+use inputs::RankInput;
 
 /// One rank's outcome: its own report and its digest; `None` until its worker is done.
 type RankSlot = Option<Result<(Report, RankDigest)>>;
@@ -40,46 +46,26 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
                 .to_string(),
         ));
     }
-    let ranks = discover_ranks(&request.input)?;
-    if ranks.is_empty() {
-        return Err(TriageError::input(
-            &request.input,
-            "--all-ranks needs a profile directory whose trace names carry ranks (-TP-<r>, rank<r>, ...)",
-        ));
-    }
+    let inputs = inputs::rank_inputs(request)?;
+    let ranks: Vec<u32> = inputs.iter().map(|r| r.rank).collect();
     let plugins = load_plugins(&request.plugin_dirs)?;
     let rules = load_collectives(request.catalog.as_deref())?;
-    let (workers, worker_note) = workers_for(request, ranks.len());
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<RankSlot>> = Mutex::new((0..ranks.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&rank) = ranks.get(i) else { break };
-                let one = TriageRequest {
-                    rank: Some(rank),
-                    all_ranks: false,
-                    progress: false,
-                    ..request.clone()
-                };
-                let mut digest = None;
-                let result = run_observed(&one, Some(&plugins), &mut |observed| {
-                    digest = Some(digest::digest(observed, &rules, rank));
-                })
-                .and_then(|report| {
-                    digest
-                        .map(|d| (report, d))
-                        .ok_or_else(|| TriageError::input(&request.input, "rank not digested"))
-                });
-                if let Ok(mut slots) = results.lock() {
-                    slots[i] = Some(result);
-                }
-            });
-        }
-    });
-    let results = results.into_inner().unwrap_or_default();
+    keep_large_allocations_mapped();
+    let (workers, worker_note) = workers_for(request, &inputs);
+    let mut results = triage_ranks(request, &inputs, workers, &plugins, &rules);
     let mut notes = vec![worker_note];
+    // The reference rank (the first that could be read) gives the report, so it needs
+    // the whole triage; only when the first rank failed is one run again in full.
+    if let Some(i) = results.iter().position(|r| matches!(r, Some(Ok(_)))) {
+        if i > 0 {
+            let full = triage_rank(request, &inputs[i], Depth::Report, &plugins, &rules);
+            notes.push(format!(
+                "all ranks: rank {} read a second time for the full report (rank {} could not be triaged)",
+                ranks[i], ranks[0]
+            ));
+            results[i] = Some(full);
+        }
+    }
     let mut reports = Vec::new();
     let mut digests = Vec::new();
     let mut first_error = None;
@@ -114,9 +100,98 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     Ok(report)
 }
 
+/// Every rank triaged by `workers` threads taking ranks in order: the first rank (the
+/// reference, the longest job) in full, the others only as far as their digest needs
+/// (`Depth::Digest`), each rank's traces dropped once digested.
+fn triage_ranks(
+    request: &TriageRequest,
+    ranks: &[RankInput],
+    workers: usize,
+    plugins: &PluginSet,
+    rules: &CollectiveRules,
+) -> Vec<RankSlot> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<RankSlot>> = Mutex::new((0..ranks.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(rank) = ranks.get(i) else { break };
+                let depth = if i == 0 { Depth::Report } else { Depth::Digest };
+                let result = triage_rank(request, rank, depth, plugins, rules);
+                if let Ok(mut slots) = results.lock() {
+                    slots[i] = Some(result);
+                }
+            });
+        }
+    });
+    results.into_inner().unwrap_or_default()
+}
+
+/// One rank's triage at `depth` and its digest.
+fn triage_rank(
+    request: &TriageRequest,
+    input: &RankInput,
+    depth: Depth,
+    plugins: &PluginSet,
+    rules: &CollectiveRules,
+) -> Result<(Report, RankDigest)> {
+    let rank = input.rank;
+    let one = TriageRequest {
+        rank: Some(rank),
+        input: input.files.first().unwrap_or(&request.input).clone(),
+        rank_inputs: input.files.clone(),
+        all_ranks: false,
+        progress: false,
+        // The digest reads the steps, not the longest gaps.
+        top_gaps: if depth == Depth::Digest {
+            0
+        } else {
+            request.top_gaps
+        },
+        ..request.clone()
+    };
+    let mut digest = None;
+    let report = run_observed(&one, Some(plugins), depth, &mut |observed| {
+        digest = Some(digest::digest(observed, rules, rank));
+    });
+    // The rank's traces are dropped by now; hand their pages back before the next rank
+    // is read, so the peak is the ranks in flight, not every rank's heap left behind.
+    release_freed_memory();
+    let digest = digest.ok_or_else(|| TriageError::input(&request.input, "rank not digested"))?;
+    Ok((report?, digest))
+}
+
+/// Large allocations (a rank's record vectors) stay mapped on their own, so freeing
+/// one returns it to the system at once. glibc otherwise raises its mmap threshold each
+/// time such a block is freed (up to 32 MiB): after the first ranks, the next ranks'
+/// vectors grow inside the heap, where every regrowth leaves its old copy behind, and
+/// four 250 MB ranks peaked at 255 MB instead of 131 MB (`scripts/bench.sh --ranks 4`).
+fn keep_large_allocations_mapped() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; setting M_MMAP_THRESHOLD to its
+    // default fixes it there (and turns off its adjustment), affecting no live block.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+/// Returns the allocator's free pages to the system. glibc keeps a freed rank's heap
+/// (in the arena of the thread that read it) mapped; the next rank, read on another
+/// thread, would then add its own on top.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointer
+    // and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Fills the report's `ranks`, `collectives` and `stragglers` from the digests.
 fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>) {
-    let (matched, unmatched) = align::match_collectives(digests);
+    let (matched, unmatched, shifted) = align::match_collectives(digests);
+    let reference = digests.first().map_or(0, |d| d.rank);
     let offsets = align::clock_offsets(digests.len(), &matched);
     let splits: Vec<split::Split> = matched.iter().map(|m| split::split(m, &offsets)).collect();
     let rank_ids: Vec<u32> = digests.iter().map(|d| d.rank).collect();
@@ -133,12 +208,22 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
             stage.late_steps += 1;
         }
     }
-    let reference = digests.first().map_or(0, |d| d.rank);
     notes.push(format!(
         "all ranks: {} ranks compared; {} collectives matched on every rank; clock offsets are against rank {reference}; the kernel, overlap, fuse and timeline tables are rank {reference}'s",
         digests.len(),
         matched.len()
     ));
+    for s in &shifted {
+        let by = match s.basis {
+            steps::Basis::Numbers => "their markers' step numbers",
+            steps::Basis::Collectives => "the sequence and end times of their collectives",
+        };
+        let steps = if s.shift.abs() == 1 { "step" } else { "steps" };
+        notes.push(format!(
+            "all ranks: rank {}'s {} steps shifted by {:+} {steps} onto rank {reference}'s (its profiler started on another step; matched by {by})",
+            digests[s.rank].rank, s.stage, s.shift
+        ));
+    }
     if unmatched > 0 {
         notes.push(format!(
             "all ranks: {unmatched} collective kernels ran on some ranks only (another step count, a trace cut at another point) and are not in the wait split"
@@ -162,52 +247,84 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
     }
 }
 
-/// How many ranks are triaged at once: the cores, fewer when the memory available
-/// would not hold that many ranks' records (estimated at half the decompressed JSON,
-/// ten times a gzip file's size), never fewer than one; and the note that says so.
-fn workers_for(request: &TriageRequest, ranks: usize) -> (usize, String) {
+/// How many ranks are triaged at once, chosen for throughput: enough ranks that their
+/// threads keep every core busy, and no more (a further rank in flight costs memory and
+/// gains nothing). A rank read from gzip keeps about 1.3 ([`GZIP_RANK_CORES_TENTHS`]) cores busy (its
+/// parser and its inflate thread, which the profile of a 250 MB rank puts at a quarter of
+/// its CPU time); a plain JSON rank one core. Fewer when the memory available would not
+/// hold that many ranks' records (estimated at half the decompressed JSON, ten times a
+/// gzip file's size); never fewer than one. And the note that says so.
+fn workers_for(request: &TriageRequest, inputs: &[RankInput]) -> (usize, String) {
+    let ranks = inputs.len();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per_rank = rank_bytes(&request.input) / ranks.max(1) as u64 / 2;
+    let paths: Vec<std::path::PathBuf> = match request.rank_inputs.is_empty() {
+        true => vec![request.input.clone()],
+        false => request.rank_inputs.clone(),
+    };
+    let (json_bytes, gzip) = rank_bytes(&paths);
+    let per_rank = json_bytes / ranks.max(1) as u64 / 2;
     let available = available_memory();
     let by_memory = match (available, per_rank) {
         (Some(avail), per) if per > 0 => (avail / per).max(1) as usize,
         _ => usize::MAX,
     };
-    let workers = cores.min(by_memory).min(ranks).max(1);
+    let (rank_tenths, kind) = if gzip {
+        (GZIP_RANK_CORES_TENTHS, "a gzip rank keeps 1.3 cores busy")
+    } else {
+        (10, "a rank keeps one core busy")
+    };
+    let by_cores = ranks_filling(cores, rank_tenths);
+    let workers = by_cores.min(by_memory).min(ranks).max(1);
     // Cores and the worker count only: the memory figure itself changes from run to run,
     // and the same input must give the same report.
-    let limit = if by_memory < cores.min(ranks) {
-        ", fewer than the cores: memory available holds no more ranks at once"
+    let limit = if by_memory < by_cores.min(ranks) {
+        "; fewer: memory available holds no more ranks at once"
     } else {
         ""
     };
     (
         workers,
-        format!("all ranks: {ranks} ranks triaged by {workers} workers ({cores} cores{limit})"),
+        format!(
+            "all ranks: {ranks} ranks triaged by {workers} workers ({cores} cores; {kind}, so {by_cores} ranks at once fill them{limit})"
+        ),
     )
 }
 
-/// Bytes of JSON the input's trace files hold, roughly (gzip counted as 10x).
-fn rank_bytes(input: &std::path::Path) -> u64 {
-    let mut total = 0;
-    let mut pending = vec![input.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+/// How many ranks in flight keep `cores` busy when each keeps `rank_tenths` tenths of
+/// a core busy: ceil(cores / rank cores), in integers.
+fn ranks_filling(cores: usize, rank_tenths: usize) -> usize {
+    (cores * 10).div_ceil(rank_tenths.max(1)).max(1)
+}
+
+/// Cores a rank read from gzip keeps busy, in tenths ([`workers_for`]).
+const GZIP_RANK_CORES_TENTHS: usize = 13;
+
+/// Bytes of JSON the input's trace files (the files given, the files in the
+/// directories given) hold, roughly (gzip counted as 10x), and whether most of them come
+/// from gzip files.
+fn rank_bytes(inputs: &[std::path::PathBuf]) -> (u64, bool) {
+    let (mut total, mut from_gzip) = (0, 0);
+    let mut pending: Vec<(std::path::PathBuf, usize)> =
+        inputs.iter().map(|p| (p.clone(), 0)).collect();
+    while let Some((path, depth)) = pending.pop() {
+        let Ok(meta) = std::fs::metadata(&path) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(meta) = entry.metadata() else { continue };
-            if meta.is_dir() && pending.len() < 64 {
-                pending.push(path);
-            } else if path.to_string_lossy().ends_with(".json.gz") {
-                total += meta.len() * 10;
-            } else if path.to_string_lossy().ends_with(".json") {
-                total += meta.len();
+        if meta.is_dir() {
+            let Ok(entries) = std::fs::read_dir(&path) else {
+                continue;
+            };
+            if depth < 8 {
+                pending.extend(entries.flatten().map(|e| (e.path(), depth + 1)));
             }
+        } else if path.to_string_lossy().ends_with(".json.gz") {
+            total += meta.len() * 10;
+            from_gzip += meta.len() * 10;
+        } else if path.to_string_lossy().ends_with(".json") {
+            total += meta.len();
         }
     }
-    total
+    (total, 2 * from_gzip > total)
 }
 
 /// `MemAvailable` of /proc/meminfo, in bytes, where there is one.
@@ -216,4 +333,21 @@ fn available_memory() -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gzip_ranks_in_flight_fill_the_cores_counting_their_inflate_threads() {
+        // Two cores: two gzip ranks (2.6 cores of work) fill them, one would not.
+        assert_eq!(ranks_filling(2, GZIP_RANK_CORES_TENTHS), 2);
+        // Sixteen cores: 13 gzip ranks keep 16.9 cores busy; 16 would only add memory.
+        assert_eq!(ranks_filling(16, GZIP_RANK_CORES_TENTHS), 13);
+        assert_eq!(ranks_filling(8, GZIP_RANK_CORES_TENTHS), 7);
+        // Plain JSON has no inflate thread: one rank per core.
+        assert_eq!(ranks_filling(16, 10), 16);
+        assert_eq!(ranks_filling(1, GZIP_RANK_CORES_TENTHS), 1);
+    }
 }

@@ -341,3 +341,116 @@ pub(crate) fn regression_line(diff: &DiffReport) -> Option<String> {
         }
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{render_diff, DiffDocument, Format};
+
+    fn sample() -> DiffReport {
+        let row = |key: &str, kind: &str, b: i64, n: i64, status: &str| DiffRow {
+            key: key.to_string(),
+            kind: kind.to_string(),
+            base_us: b as f64 / 1000.0,
+            new_us: n as f64 / 1000.0,
+            delta_us: (n - b) as f64 / 1000.0,
+            delta_pct: Some(100.0 * (n - b) as f64 / b as f64),
+            base_ns: b,
+            new_ns: n,
+            delta_ns: n - b,
+            status: status.to_string(),
+            matched_by: "name".to_string(),
+            base_kernel: (kind == "kernel").then(|| key.to_string()),
+            new_kernel: (kind == "kernel").then(|| key.to_string()),
+            family: None,
+        };
+        DiffReport {
+            base: DiffSide {
+                path: "base`|.json".to_string(),
+                kind: "report".to_string(),
+                framework: "SGLang".to_string(),
+                ..DiffSide::default()
+            },
+            new: DiffSide {
+                path: "new\u{1b}[31m.json.gz".to_string(),
+                kind: "trace".to_string(),
+                framework: "SGLang".to_string(),
+                ..DiffSide::default()
+            },
+            noise_pct: 1.0,
+            fail_on_regression_pct: Some(3.0),
+            stages: vec![DiffStage {
+                stage: "decode".to_string(),
+                base_step_us: 100.0,
+                new_step_us: 105.0,
+                delta_us: 5.0,
+                base_step_ns: 100_000,
+                new_step_ns: 105_000,
+                delta_ns: 5000,
+                status: "slower".to_string(),
+                rows: vec![
+                    row("gemm<|x|>", "kernel", 60_000, 65_000, "slower"),
+                    row("launch idle", "fixed", 40_000, 40_000, "same"),
+                ],
+                ..DiffStage::default()
+            }],
+            regressions: vec![Regression {
+                stage: "decode".to_string(),
+                key: "gemm<|x|>".to_string(),
+                base_us: 60.0,
+                new_us: 65.0,
+                delta_us: 5.0,
+                delta_pct: Some(8.333),
+                threshold: "pct".to_string(),
+            }],
+            ..DiffReport::default()
+        }
+    }
+
+    #[test]
+    fn markdown_text_and_json_show_the_same_rows_and_escape_trace_text() {
+        let diff = sample();
+        let md = render_diff(&diff, Format::Markdown, false);
+        assert!(md.starts_with("# Diff View\n"));
+        for heading in [
+            "## Step Time",
+            "## Waterfall",
+            "## Regressions",
+            "### decode",
+        ] {
+            assert!(md.contains(heading), "{heading}\n{md}");
+        }
+        // Kernel names are code spans with their pipes escaped, so they cannot break the table.
+        assert!(
+            md.contains(
+                "| `gemm<\\|x\\|>` | 60.000 µs | 65.000 µs | +5.000 µs | +8.3% | slower | name |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| launch idle | 40.000 µs |"), "{md}");
+        assert!(!md.contains('\u{1b}'));
+        let text = render_diff(&diff, Format::Text, false);
+        assert!(text.contains("[decode]") && text.contains("Waterfall"));
+        assert!(text.contains("new\\u{1b}[31m.json.gz"), "{text}");
+        assert!(!text.contains('\u{1b}'));
+        let json = render_diff(&diff, Format::Json, false);
+        let back: DiffDocument = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.diff, diff);
+        assert!(json.starts_with("{\n  \"diff\": {"));
+    }
+
+    #[test]
+    fn the_exit_line_names_the_first_regression_and_counts_the_rest() {
+        let mut diff = sample();
+        assert_eq!(
+            regression_line(&diff).unwrap(),
+            "regression: decode gemm<|x|> +8.3% (60.000 µs -> 65.000 µs) beyond --fail-on-regression"
+        );
+        diff.regressions.push(diff.regressions[0].clone());
+        assert!(regression_line(&diff)
+            .unwrap()
+            .ends_with("; 1 more (see Regressions)"));
+        diff.regressions.clear();
+        assert_eq!(regression_line(&diff), None);
+    }
+}

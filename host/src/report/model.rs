@@ -673,7 +673,9 @@ pub struct KernelRoofline {
     pub bound: String,
     /// Where the shapes came from: `input-dims` (the launching op's `Input Dims`),
     /// `step-annotation` (attention: its `Input Dims` heads with the step annotation's
-    /// sq/sk sums); `None` without a shape.
+    /// sq/sk sums), `model-config` (no `Input Dims`: the model's `config.json`
+    /// dimensions, the TP size and the step's tokens), `kineto-bytes` (a memcpy/memset
+    /// row: the `bytes` of its Kineto args, no FLOPs); `None` without a shape.
     pub shape_source: Option<String>,
     /// The dtype class the compute peak is taken for (`bf16`, `fp8`, ...).
     pub dtype: Option<String>,
@@ -714,7 +716,8 @@ pub struct SolGap {
     /// Time a communication kernel ran and no compute kernel did, summed over the
     /// stage's steps (`timeline.steps[].exposed_comm_us`).
     pub exposed_comm_us: f64,
-    /// GPU time of launches without a known shape, which the SOL does not cover.
+    /// GPU time of launches without a known shape, and of memcpy/memset (outside the
+    /// SOL line, which is over kernels): what the SOL does not cover.
     pub unshaped_us: f64,
 }
 
@@ -1000,6 +1003,13 @@ pub struct DiffMeaning {
     /// The stage's speed of light (`sol.sol_pct`) on each side, where known.
     pub base_sol_pct: Option<f64>,
     pub new_sol_pct: Option<f64>,
+    /// Decoder layers per step (`layers.count`) on each side, where found.
+    pub base_layers: Option<usize>,
+    pub new_layers: Option<usize>,
+    /// The median layer's time in one step: `layers.median_layer_us / layers.steps` (the
+    /// layer table sums each layer over its counted steps).
+    pub base_median_layer_us: Option<f64>,
+    pub new_median_layer_us: Option<f64>,
 }
 
 /// A fuse-table row that started or stopped firing, or changed its conclusion.

@@ -2,7 +2,9 @@
 //! "Roofline" table of the top kernel rows by GPU time (bound, % of peak, achieved
 //! TFLOP/s and TB/s, intensity, shape source) and the stage's speed-of-light line with
 //! where the rest of the time goes. No block at all when no stage has a kernel row with
-//! roofline figures (a trace without shapes or launch geometry reads as before).
+//! roofline facts (a trace without shapes or launch geometry reads as before); a stage
+//! whose rows have facts but no figure (geometry that fills the GPU, no shape: all
+//! `unknown`) is one line saying so instead of a table of dashes.
 
 use super::escape::trace;
 use super::model::{KernelRow, Report, StageSol};
@@ -57,6 +59,18 @@ pub(super) fn roofline_blocks(report: &Report) -> Vec<Block> {
             if rows.is_empty() {
                 return None;
             }
+            if !shown.iter().any(|k| has_figure(k)) {
+                // A table of `unknown` and dashes is noise: one line says why instead.
+                return Some(Section {
+                    label: stage.stage.clone(),
+                    table: Table {
+                        rows: Vec::new(),
+                        ..super::view::placeholder_table(ROOFLINE_HEADER, ROOFLINE_ALIGN, 0, "")
+                    },
+                    summary: None,
+                    notes: vec![NO_FIGURES.to_string()],
+                });
+            }
             Some(Section {
                 label: stage.stage.clone(),
                 table: Table {
@@ -81,6 +95,28 @@ pub(super) fn roofline_blocks(report: &Report) -> Vec<Block> {
         sections,
         placeholder: super::view::placeholder_table(ROOFLINE_HEADER, ROOFLINE_ALIGN, 0, "-"),
     }]
+}
+
+/// The line of a stage none of whose rows has a figure.
+const NO_FIGURES: &str = "no roofline figures: no launch has a known shape (Input Dims, a step \
+     annotation's attention sums, a model config, a copy's bytes) and none is under-filled or \
+     latency-bound";
+
+/// Whether a row says anything: a number, or a bound other than `unknown`.
+fn has_figure(row: &KernelRow) -> bool {
+    row.roofline.as_ref().is_some_and(|r| {
+        r.bound != "unknown"
+            || [
+                r.flops,
+                r.bytes,
+                r.tflops_per_s,
+                r.tb_per_s,
+                r.pct_of_peak,
+                r.intensity,
+            ]
+            .iter()
+            .any(Option::is_some)
+    })
 }
 
 /// The summary of a stage without a speed of light.
@@ -248,6 +284,39 @@ mod tests {
             section.notes[0]
         );
         assert!(section.notes[0].ends_with("158.64 ms at 35.1%), idle 1.20 ms, exposed communication 0.00 ms, no shape 56.36 ms"), "{}", section.notes[0]);
+    }
+
+    #[test]
+    fn a_stage_whose_rows_have_no_figure_keeps_one_line_and_no_table() {
+        // Launch geometry but no shape, filling the GPU: `unknown`, every figure empty.
+        let figureless = |name: &str| {
+            let mut k = kernel(name, "gemm", 340.0, 1000.0, 4);
+            k.roofline = Some(KernelRoofline {
+                bound: "unknown".to_string(),
+                ..KernelRoofline::default()
+            });
+            k
+        };
+        let mut under = figureless("small");
+        if let Some(r) = under.roofline.as_mut() {
+            r.bound = "under-filled".to_string();
+        }
+        let blocks = roofline_blocks(&report(vec![
+            stage(
+                "extend/prefill",
+                1000.0,
+                vec![figureless("a"), figureless("b")],
+            ),
+            stage("decode", 1000.0, vec![figureless("c"), under]),
+        ]));
+        let sections = &blocks[0].sections;
+        assert_eq!(sections.len(), 2);
+        assert!(sections[0].table.rows.is_empty());
+        assert_eq!(sections[0].summary, None);
+        assert_eq!(sections[0].notes, [NO_FIGURES]);
+        // A bound the geometry decided is a figure: that stage keeps its table.
+        assert_eq!(sections[1].table.rows.len(), 2);
+        assert_eq!(sections[1].summary.as_deref(), Some(NO_SOL));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 
 /// An interned string of one [`Trace`]'s [`Interner`].
@@ -93,6 +94,9 @@ pub struct GpuOp {
     /// `args["blocks per SM"]`, when present (Kineto writes it for CUDA kernels): a
     /// finite, non-negative number, else `None`.
     pub blocks_per_sm: Option<f32>,
+    /// A memcpy's or memset's `args.bytes` (Kineto writes it on both), when it is a
+    /// positive integer that fits a `u64`; `None` for kernels and for a zero count.
+    pub bytes: Option<NonZeroU64>,
 }
 
 impl GpuOp {

@@ -248,6 +248,7 @@ mod tests {
                 grid: None,
                 block: None,
                 blocks_per_sm: None,
+                bytes: None,
             };
             t.gpu_ops.push(op);
         }

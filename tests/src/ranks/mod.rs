@@ -68,6 +68,10 @@ pub struct RankRun {
     pub offsets_ns: Vec<i64>,
     pub lateness: Vec<Lateness>,
     pub seed: u64,
+    /// Per rank, the steps its profiler missed at the start (its trace begins with step
+    /// `start_steps[r]`; empty: every rank saw every step). The reference rank, 0, starts
+    /// first, so the report's steps are the run's.
+    pub start_steps: Vec<usize>,
 }
 
 /// Arrival and end spread of collectives nobody is late for, at most.
@@ -99,6 +103,7 @@ pub fn rank_runs() -> Vec<RankRun> {
                 late(4, 0, 1, 55, Cause::LaunchGap),
             ],
             seed: 21,
+            start_steps: Vec::new(),
         },
         RankRun {
             name: "tp4-graph",
@@ -114,6 +119,7 @@ pub fn rank_runs() -> Vec<RankRun> {
                 late(6, 1, 0, 25, Cause::SlowGemm),
             ],
             seed: 41,
+            start_steps: Vec::new(),
         },
         RankRun {
             name: "tp8-graph",
@@ -130,6 +136,23 @@ pub fn rank_runs() -> Vec<RankRun> {
                 late(4, 0, 3, 45, Cause::LaunchGap),
             ],
             seed: 81,
+            start_steps: Vec::new(),
+        },
+        // Ranks 1 and 3 started profiling two steps and one step after the others.
+        RankRun {
+            name: "tp4-late-start",
+            ranks: 4,
+            steps: 8,
+            layers: 3,
+            graph_replay: false,
+            offsets_ns: vec![2_100_000, -4_400_000, 350_000, 4_900_000],
+            lateness: vec![
+                late(3, 1, 1, 50, Cause::SlowGemm),
+                late(5, 0, 3, 80, Cause::Python),
+                late(6, 0, 2, 65, Cause::LaunchGap),
+            ],
+            seed: 43,
+            start_steps: vec![0, 2, 0, 1],
         },
     ]
 }
@@ -141,6 +164,9 @@ pub struct RankTruth {
     /// Per rank: its trace file and its clock offset against rank 0's, in ns.
     pub files: Vec<PathBuf>,
     pub offsets_vs_rank0_ns: Vec<i64>,
+    /// Per rank, the first step its trace holds ([`RankRun::start_steps`]).
+    pub first_steps: Vec<usize>,
+    /// Every all-reduce of the run; rank r's trace holds those from its first step on.
     pub collectives: Vec<CollectiveTruth>,
     pub stragglers: Vec<StragglerTruth>,
 }
@@ -170,12 +196,19 @@ pub struct StragglerTruth {
 }
 
 impl RankTruth {
+    /// The first step every rank's trace holds: collectives before it ran on some ranks
+    /// only.
+    pub fn common_first_step(&self) -> usize {
+        self.first_steps.iter().copied().max().unwrap_or(0)
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "ranks": self.files.iter().zip(&self.offsets_vs_rank0_ns).enumerate().map(|(r, (f, o))| json!({
                 "rank": r,
                 "file": f.file_name().map(|n| n.to_string_lossy().into_owned()),
                 "clock_offset_ns": o,
+                "first_step": self.first_steps.get(r).copied().unwrap_or(0),
             })).collect::<Vec<_>>(),
             "collectives": self.collectives.iter().map(|c| json!({
                 "step": c.step,

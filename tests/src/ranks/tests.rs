@@ -41,10 +41,16 @@ fn every_run_recounts_to_its_ground_truth() {
         let offset0 = run.offsets_ns[0];
         for (r, file) in truth.files.iter().enumerate() {
             let written = all_reduces(file);
-            assert_eq!(written.len(), truth.collectives.len(), "{}", file.display());
+            // A rank whose profiler started late holds the collectives from its first step.
+            let seen: Vec<&CollectiveTruth> = truth
+                .collectives
+                .iter()
+                .filter(|c| c.step >= truth.first_steps[r])
+                .collect();
+            assert_eq!(written.len(), seen.len(), "{}", file.display());
             let offset = truth.offsets_vs_rank0_ns[r] + offset0;
             assert!(offset.abs() <= 5_000_000);
-            for (c, (start, dur)) in truth.collectives.iter().zip(&written) {
+            for (c, (start, dur)) in seen.iter().zip(&written) {
                 let true_start = start - offset - writer::EPOCH_NS as i64;
                 assert_eq!(true_start, c.arrival_ns[r] as i64, "{} rank {r}", run.name);
                 assert_eq!(*dur, c.duration_ns[r] as i64);

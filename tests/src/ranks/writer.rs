@@ -101,11 +101,26 @@ pub(super) fn write(run: &RankRun, dir: &Path) -> (Vec<String>, RankTruth) {
         offsets_vs_rank0_ns: ranks.iter().map(|r| r.offset - ranks[0].offset).collect(),
         ..RankTruth::default()
     };
+    truth.first_steps = (0..ranks.len())
+        .map(|r| run.start_steps.get(r).copied().unwrap_or(0))
+        .collect();
     for (r, rank) in ranks.iter_mut().enumerate() {
         metadata(rank, &profile, r);
         rank.host.open_frame(frame_name(&profile, &EVENT_LOOP));
     }
+    // Per rank, the events (by index) of the steps its profiler missed: pushed after the
+    // metadata and before its first step (events are pushed step by step; the event loop
+    // frame, pushed last, spans the whole trace and stays).
+    let mut missed: Vec<std::ops::Range<usize>> = ranks
+        .iter()
+        .map(|r| r.host.events.len()..r.host.events.len())
+        .collect();
     for step in 0..run.steps {
+        for (r, rank) in ranks.iter().enumerate() {
+            if step == truth.first_steps[r] {
+                missed[r].end = rank.host.events.len();
+            }
+        }
         let launched: Vec<Vec<Launched>> = ranks
             .iter_mut()
             .enumerate()
@@ -113,7 +128,8 @@ pub(super) fn write(run: &RankRun, dir: &Path) -> (Vec<String>, RankTruth) {
             .collect();
         gpu_step(run, &mut ranks, &launched, step, &mut rng, &mut truth);
     }
-    for rank in &mut ranks {
+    for (rank, missed) in ranks.iter_mut().zip(missed) {
+        rank.host.events.drain(missed);
         rank.host.close_frame(true);
     }
     for l in &run.lateness {

@@ -11,6 +11,7 @@ use crate::util::{llm_triage, shared_trace, shared_trace_verdicts, triage_json};
 
 const DECODE: &str = "AMD-AGI__TraceLens__sglang_Qwen3-8B_decode.json.gz";
 const PREFILL: &str = "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz";
+const VLLM_DECODE: &str = "AMD-AGI__TraceLens__vllm_decode_full__graph_execution.json.gz";
 
 /// `diff` with `--format json`: exit code and the `diff` object (null when not JSON).
 fn diff_json(args: &[&str]) -> (i32, Value, String) {
@@ -270,4 +271,81 @@ fn a_side_that_is_no_trace_report_or_directory_is_exit_3_naming_it() {
             assert!(out.stdout.is_empty());
         }
     }
+}
+
+/// Kernel rows name their role (the role of the most of their time), so a diff can pair
+/// rows across backends: on the shared decode traces, whose rows each hold one role, the
+/// rows of each role add up exactly to the role table's time for it.
+#[test]
+fn kernel_rows_carry_the_role_the_role_table_counts() {
+    for name in [DECODE, VLLM_DECODE] {
+        let trace = shared_trace(name);
+        let report = triage_json(&["--input", trace.to_str().unwrap(), "--min-share", "0"]);
+        for stage in report["stages"].as_array().unwrap() {
+            let roles = stage["roles"].as_array().unwrap();
+            assert!(roles.len() > 2, "{}", stage["stage"]);
+            let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
+            for role in roles {
+                let name = role["role"].as_str().unwrap();
+                let rows: i64 = stage["kernels"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|k| k["role"].as_str().unwrap_or("other") == name)
+                    .map(|k| ns(&k["gpu_time_us"]))
+                    .sum();
+                assert_eq!(rows, ns(&role["gpu_time_us"]), "{} {name}", stage["stage"]);
+            }
+            assert!(stage["kernels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|k| k["role"] != "other"));
+        }
+    }
+}
+
+/// SGLang and vLLM decode traces of one GPU name their kernels differently; rows of the
+/// same role (rotary embedding, KV-cache write) meet at it, with each side's time per step
+/// the triage's row time over its steps.
+#[test]
+fn rows_of_two_engines_meet_at_their_role() {
+    let (a, b) = (shared_trace(DECODE), shared_trace(VLLM_DECODE));
+    let (code, diff, stderr) = diff_json(&[a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(diff["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("different engines"));
+    let rows = diff["stages"][0]["rows"].as_array().unwrap();
+    let rope = rows
+        .iter()
+        .find(|r| r["key"] == "role rope")
+        .expect("a rope row");
+    assert_eq!(rope["matched_by"], "role");
+    let (base, new) = (
+        rope["base_kernel"].as_str().unwrap(),
+        rope["new_kernel"].as_str().unwrap(),
+    );
+    assert!(
+        base.contains("rotary_embedding_kernel") && !base.contains("vllm::"),
+        "{base}"
+    );
+    assert!(new.contains("vllm::rotary_embedding_kernel"), "{new}");
+    for (trace, kernel, field) in [(&a, base, "base_ns"), (&b, new, "new_ns")] {
+        let report = triage_json(&["--input", trace.to_str().unwrap(), "--min-share", "0"]);
+        let stage = &report["stages"][0];
+        let row = stage["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["name"] == kernel)
+            .unwrap();
+        assert_eq!(row["role"], "rope");
+        let steps = stage["timeline"]["steps"].as_array().unwrap().len() as i64;
+        let total = (row["gpu_time_us"].as_f64().unwrap() * 1000.0).round() as i64;
+        assert_eq!(int(&rope[field]), (2 * total + steps) / (2 * steps));
+    }
+    assert!(rows.iter().any(|r| r["key"] == "role kv-cache write"));
+    assert_rows_add_up(&diff);
 }

@@ -35,6 +35,7 @@ mod overlap;
 mod perf_identity;
 mod ranks;
 mod roofline;
+mod roofline_config;
 mod shared_traces;
 mod timeline;
 mod timeline_truth;

@@ -251,3 +251,51 @@ fn every_kernel_of_less_than_one_wave_on_the_b200_is_under_filled() {
     assert!(checked > 20, "{checked} kernel rows");
     assert!(under > 5, "{under} under-filled rows");
 }
+
+#[test]
+fn memcpy_rows_get_the_bytes_kineto_wrote_recounted_from_the_raw_args() {
+    let path = shared_trace(B200_EAGER);
+    let report = triage_json(&["--input", path.to_str().unwrap(), "--min-share", "0"]);
+    let bandwidth = report["device"]["hbm_tb_per_s"].as_f64().unwrap() * 1e12;
+    // The recount: per copy name, its launches, GPU time and the `bytes` of its args.
+    let mut by_name: HashMap<String, (u64, i64, u64)> = HashMap::new();
+    for e in gpu_events(&raw_events(&path))
+        .into_iter()
+        .filter(|e| e["cat"] == "gpu_memcpy" || e["cat"] == "gpu_memset")
+    {
+        let entry = by_name
+            .entry(e["name"].as_str().unwrap().to_string())
+            .or_default();
+        entry.0 += 1;
+        entry.1 += us_to_ns(&e["dur"]);
+        entry.2 += e["args"]["bytes"].as_u64().unwrap();
+    }
+    assert_eq!(
+        by_name.len(),
+        3,
+        "DtoD, pinned and pageable HtoD: {by_name:?}"
+    );
+    for (name, (launches, ns, bytes)) in &by_name {
+        let row = row_with(&report, name);
+        let roof = &row["roofline"];
+        assert_eq!(row["launches"].as_u64(), Some(*launches), "{name}");
+        assert_eq!(roof["shape_source"], "kineto-bytes", "{name}");
+        assert_eq!(roof["shaped_launches"].as_u64(), Some(*launches), "{name}");
+        assert_eq!(roof["bytes"].as_f64(), Some(*bytes as f64), "{name}");
+        assert_eq!(roof["flops"].as_f64(), Some(0.0), "{name}");
+        assert_eq!(roof["bound"], "memory", "{name}");
+        let seconds = *ns as f64 / 1e9;
+        within(
+            roof["tb_per_s"].as_f64().unwrap(),
+            *bytes as f64 / seconds / 1e12,
+            0.01,
+            name,
+        );
+        within(
+            roof["pct_of_peak"].as_f64().unwrap(),
+            100.0 * (*bytes as f64 / bandwidth) / seconds,
+            0.01,
+            name,
+        );
+    }
+}

@@ -17,6 +17,8 @@
 mod period;
 mod roles;
 
+use std::collections::HashMap;
+
 use rustc_hash::FxHashMap;
 
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
@@ -53,6 +55,9 @@ pub(crate) struct LayerInputs<'a> {
 pub(crate) struct StageParts {
     pub layers: Option<StageLayers>,
     pub roles: Vec<RoleRow>,
+    /// Per kernel-table row (canonical name), the role of the most of its GPU time, when
+    /// that is not the fallback (`KernelRow.role`).
+    pub kernel_roles: HashMap<String, String>,
 }
 
 /// One step split into layers, in exact ns.
@@ -79,6 +84,8 @@ struct StageAccumulator {
     no_period: usize,
     /// GPU time and launches per role.
     roles: Vec<(SumNs, u64)>,
+    /// GPU time per role of each canonical kernel name (indexed by role).
+    kernel_roles: HashMap<String, Vec<SumNs>>,
     total: SumNs,
 }
 
@@ -107,6 +114,9 @@ pub(crate) fn attach(
         if let Some(report) = stages.iter_mut().find(|s| s.stage == stage.label()) {
             report.layers = part.layers;
             report.roles = part.roles;
+            for row in &mut report.kernels {
+                row.role = part.kernel_roles.get(&row.name).cloned();
+            }
         }
     }
     stages
@@ -140,7 +150,9 @@ fn add_trace(
     let mut labels = RoleLabels::new(trace, linked, options.families, options.roles);
     let role_count = options.roles.roles.len();
 
-    // Roles over every GPU op the kernel table counts, so shares are of its total.
+    // Roles over every GPU op the kernel table counts, so shares are of its total; per
+    // name too (one entry per distinct name, not per op), for the kernel rows' roles.
+    let mut name_roles: FxHashMap<(Stage, Sym), Vec<SumNs>> = FxHashMap::default();
     for (i, op) in trace.gpu_ops.iter().enumerate() {
         if op.pid != gpu_pid {
             continue;
@@ -155,6 +167,19 @@ fn add_trace(
         slot.0 += SumNs::from(op.dur);
         slot.1 += 1;
         acc.total += SumNs::from(op.dur);
+        name_roles
+            .entry((stage, op.name))
+            .or_insert_with(|| vec![0; role_count])[role as usize] += SumNs::from(op.dur);
+    }
+    for ((stage, name), times) in name_roles {
+        let acc = accumulator(stages, stage);
+        let row = acc
+            .kernel_roles
+            .entry(canonical_name(trace.name(name)))
+            .or_insert_with(|| vec![0; role_count]);
+        for (sum, t) in row.iter_mut().zip(times) {
+            *sum += t;
+        }
     }
 
     let mut sequence = SequenceIds::default();
@@ -289,7 +314,24 @@ fn finish(acc: StageAccumulator, options: &LayerInputs<'_>) -> StageParts {
     StageParts {
         layers: layer_table(&acc, options),
         roles: role_table(&acc, options.roles),
+        kernel_roles: kernel_roles(&acc, options.roles),
     }
+}
+
+/// Each name's role with the most time (ties: the catalog's role order), the fallback
+/// left out.
+fn kernel_roles(acc: &StageAccumulator, rules: &RoleRules) -> HashMap<String, String> {
+    acc.kernel_roles
+        .iter()
+        .filter_map(|(name, times)| {
+            let (role, _) = times
+                .iter()
+                .enumerate()
+                .max_by_key(|&(role, &ns)| (ns, std::cmp::Reverse(role)))?;
+            (role != rules.fallback() as usize)
+                .then(|| (name.clone(), rules.name(role as u16).to_string()))
+        })
+        .collect()
 }
 
 fn role_table(acc: &StageAccumulator, rules: &RoleRules) -> Vec<RoleRow> {

@@ -16,6 +16,7 @@
 //! the op's, and counting it per kernel would multiply it. Sums are exact integers
 //! (`u128` FLOPs and bytes, `i128` ns); rates are computed from them at the end.
 
+pub mod config_shapes;
 pub mod formulas;
 pub mod roof;
 pub mod shapes;
@@ -29,10 +30,12 @@ use std::collections::HashMap;
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::catalog::roofline::{OpFormula, RooflineOps};
 use crate::report::model::{KernelRoofline, SolGap, SolLoss, StageReport, StageSol};
-use crate::trace::event::{GpuKind, Sym};
+use crate::trace::event::{GpuKind, Sym, Trace};
 use crate::trace::link::SiteSource;
 use crate::trace::names::canonical_name;
 use crate::trace::stage::Stage;
+pub use config_shapes::ModelInputs;
+use config_shapes::{config_shapes, ConfigShapes};
 use roof::{bound, BoundFacts};
 pub use roof::{roof_of, Roof};
 use shapes::{parse_args, Arg, Context, DtypeClass, LaunchCost};
@@ -46,6 +49,8 @@ const LOSS_TOP: usize = 3;
 enum ShapeSource {
     InputDims,
     StepAnnotation,
+    ModelConfig,
+    KinetoBytes,
 }
 
 impl ShapeSource {
@@ -53,6 +58,8 @@ impl ShapeSource {
         match self {
             ShapeSource::InputDims => "input-dims",
             ShapeSource::StepAnnotation => "step-annotation",
+            ShapeSource::ModelConfig => "model-config",
+            ShapeSource::KinetoBytes => "kineto-bytes",
         }
     }
 }
@@ -73,6 +80,11 @@ struct RowSums {
     class_ns: [i128; CLASSES.len() + 1],
     dims_ns: i128,
     annotation_ns: i128,
+    /// Shaped time whose shapes came from the model config.
+    config_ns: i128,
+    /// A memcpy/memset row: bytes from Kineto's `bytes` arg, outside the SOL line
+    /// (host copies run over the host link, not HBM, and the SOL is over kernels).
+    copy: bool,
 }
 
 const CLASSES: [DtypeClass; 6] = [
@@ -98,39 +110,137 @@ pub struct StageRoofline {
     total_ns: i128,
 }
 
-/// The per-launch cost cache of one trace: (CPU op, dims, types, step) -> cost.
-type CostKey = (Sym, Sym, Sym, Option<usize>);
+/// The per-launch cost cache of one trace: (CPU op, dims, types, step, the output
+/// element size its Concrete Inputs record) -> cost.
+type CostKey = (Sym, Sym, Sym, Option<usize>, Option<u64>);
 
-/// Sums every stage's roofline facts over the same GPU ops as the kernel table.
+/// The `Concrete Inputs` of the CPU ops whose formula reads one (a GEMM row's
+/// `out_dtype`), by (process, External id): empty, at the cost of a few lookups, for a
+/// trace that runs none of them.
+fn out_dtype_inputs(trace: &Trace, ops: &RooflineOps) -> FxHashMap<(Sym, u64), Sym> {
+    let names: FxHashSet<Sym> = ops
+        .rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.formula,
+                OpFormula::Gemm {
+                    out_dtype: Some(_),
+                    ..
+                }
+            )
+        })
+        .flat_map(|r| r.cpu_ops.iter())
+        .filter_map(|name| trace.strings.lookup(name))
+        .collect();
+    if names.is_empty() {
+        return FxHashMap::default();
+    }
+    trace
+        .cpu_ops
+        .iter()
+        .filter(|op| names.contains(&op.name))
+        .filter_map(|op| Some(((op.pid, op.external_id?), op.concrete_inputs?)))
+        .collect()
+}
+
+/// Sums every stage's roofline facts over the same GPU ops as the kernel table; the
+/// notes say what the model config shaped, or why it could not.
 pub fn stage_rooflines(
     inputs: &[StagedTrace<'_>],
     ops: &RooflineOps,
     roof: &Roof,
-) -> Vec<(Stage, StageRoofline)> {
+    model: &ModelInputs<'_>,
+) -> (Vec<(Stage, StageRoofline)>, Vec<String>) {
     let mut stages: HashMap<Stage, StageRoofline> = HashMap::new();
+    let mut used = ConfigUse::default();
     for input in inputs {
-        sum_trace(input, ops, roof, &mut stages);
+        used.add(sum_trace(input, ops, roof, model, &mut stages));
     }
     let mut ordered: Vec<(Stage, StageRoofline)> = stages.into_iter().collect();
     ordered.sort_by_key(|(stage, _)| stage.order());
-    ordered
+    (ordered, used.notes(model))
+}
+
+/// What the model-config shapes did over the run's traces.
+#[derive(Copy, Clone, Debug, Default)]
+struct ConfigUse {
+    gemm_launches: u64,
+    attention_launches: u64,
+    steps_skipped: u64,
+    /// The largest TP size used (the traces of one run share it).
+    tp: u64,
+}
+
+impl ConfigUse {
+    fn add(&mut self, other: ConfigUse) {
+        self.gemm_launches += other.gemm_launches;
+        self.attention_launches += other.attention_launches;
+        self.steps_skipped += other.steps_skipped;
+        self.tp = self.tp.max(other.tp);
+    }
+
+    fn notes(&self, model: &ModelInputs<'_>) -> Vec<String> {
+        let Some(shape) = model.shape else {
+            return Vec::new();
+        };
+        let missing = shape.missing_for_gemms();
+        if !missing.is_empty() {
+            return vec![format!(
+                "roofline: model config {} lacks {}: launches without Input Dims keep no shapes",
+                shape.source,
+                missing.join(", ")
+            )];
+        }
+        let mut notes = Vec::new();
+        if self.gemm_launches + self.attention_launches > 0 {
+            let tp_from = if model.tp.is_some() {
+                "server args"
+            } else {
+                "the trace's world size, else 1"
+            };
+            notes.push(format!(
+                "roofline: model config {} (TP {} from {tp_from}) shaped {} GEMM launches \
+                 (qkv, o_proj, gate_up, down per layer in launch order, then lm_head) and {} \
+                 attention launches without Input Dims",
+                shape.source, self.tp, self.gemm_launches, self.attention_launches
+            ));
+        }
+        if self.steps_skipped > 0 {
+            notes.push(format!(
+                "roofline: model config {}: {} step(s) whose GEMM kernels are not 4 per layer \
+                 x {} layers (+ lm_head) keep no model-config GEMM shapes",
+                shape.source,
+                self.steps_skipped,
+                shape.layers.unwrap_or(0)
+            ));
+        }
+        notes
+    }
 }
 
 fn sum_trace(
     input: &StagedTrace<'_>,
     ops: &RooflineOps,
     roof: &Roof,
+    model: &ModelInputs<'_>,
     stages: &mut HashMap<Stage, StageRoofline>,
-) {
+) -> ConfigUse {
     let StagedTrace {
         trace,
         linked,
         split,
     } = *input;
     let Some(gpu_pid) = busiest_gpu_pid(trace) else {
-        return;
+        return ConfigUse::default();
     };
     let step_index = StepIndex::new(trace);
+    let from_config = config_shapes(trace, linked, gpu_pid, model, &step_index);
+    let mut used = ConfigUse {
+        steps_skipped: from_config.steps_skipped,
+        tp: from_config.tp,
+        ..ConfigUse::default()
+    };
     let ranks = u64::from(trace.meta.world_size.unwrap_or(1));
     let mut canonical_of: FxHashMap<Sym, String> = FxHashMap::default();
     let mut row_of_op: FxHashMap<Sym, Option<usize>> = FxHashMap::default();
@@ -138,6 +248,7 @@ fn sum_trace(
     let mut cost_of: FxHashMap<CostKey, Option<LaunchCost>> = FxHashMap::default();
     // CPU op launches (process, External id) whose cost a kernel already carries.
     let mut charged: FxHashSet<(Sym, u64)> = FxHashSet::default();
+    let concrete_of = out_dtype_inputs(trace, ops);
     for (i, op) in trace.gpu_ops.iter().enumerate() {
         if op.pid != gpu_pid {
             continue;
@@ -145,7 +256,7 @@ fn sum_trace(
         let stage = split.stages.get(i).copied().unwrap_or(Stage::All);
         let acc = stages.entry(stage).or_default();
         acc.total_ns += i128::from(op.dur);
-        if op.kind != GpuKind::Kernel {
+        if op.kind != GpuKind::Kernel && op.bytes.is_none() {
             continue;
         }
         let canonical = canonical_of
@@ -158,6 +269,17 @@ fn sum_trace(
             continue;
         };
         let dur = i128::from(op.dur);
+        if let Some(bytes) = op.bytes.filter(|_| op.kind != GpuKind::Kernel) {
+            // A copy: what it moved is what Kineto counted; no arithmetic.
+            row.copy = true;
+            row.total_ns += dur;
+            row.launches += 1;
+            row.shaped_ns += dur;
+            row.shaped_launches += 1;
+            row.bytes += u128::from(bytes.get());
+            row.class_ns[class_slot(None)] += dur;
+            continue;
+        }
         row.total_ns += dur;
         row.launches += 1;
         if let Some(under) = roof.under_filled(op.grid, op.blocks_per_sm) {
@@ -174,6 +296,8 @@ fn sum_trace(
         let (Some(cpu_op), Some(dims), Some(types)) =
             (site.cpu_op, site.input_dims, site.input_types)
         else {
+            // No Input Dims: the model config's shapes, where it gives some.
+            add_config_cost(row, dur, i, &from_config, &mut used);
             continue;
         };
         let Some(row_index) = *row_of_op.entry(cpu_op).or_insert_with(|| {
@@ -185,17 +309,28 @@ fn sum_trace(
         };
         let formula = &ops.rows[row_index].formula;
         // An eager op's later kernels: its cost went to its first.
-        if site.source == SiteSource::Eager {
-            let external = site
-                .runtime
-                .and_then(|r| trace.runtime.get(r as usize))
-                .and_then(|call| Some((call.pid, call.external_id?)));
-            if let Some(key) = external {
-                if !charged.insert(key) {
-                    continue;
-                }
+        let external = (site.source == SiteSource::Eager)
+            .then(|| {
+                site.runtime
+                    .and_then(|r| trace.runtime.get(r as usize))
+                    .and_then(|call| Some((call.pid, call.external_id?)))
+            })
+            .flatten();
+        if let Some(key) = external {
+            if !charged.insert(key) {
+                continue;
             }
         }
+        // The output dtype the op's Concrete Inputs record, where its row reads one.
+        let out_bytes = match formula {
+            OpFormula::Gemm {
+                out_dtype: Some(at),
+                ..
+            } => external
+                .and_then(|key| concrete_of.get(&key))
+                .and_then(|&c| shapes::out_dtype_bytes(trace.name(c), *at)),
+            _ => None,
+        };
         let is_attention = matches!(formula, OpFormula::Attention { .. });
         let step = if is_attention {
             site.launch_ts.and_then(|ts| step_index.position_at(ts))
@@ -203,7 +338,7 @@ fn sum_trace(
             None
         };
         let launch = *cost_of
-            .entry((cpu_op, dims, types, step))
+            .entry((cpu_op, dims, types, step, out_bytes))
             .or_insert_with(|| {
                 let args = args_of
                     .entry((dims, types))
@@ -211,6 +346,7 @@ fn sum_trace(
                 let ctx = Context {
                     step: step.and_then(|s| step_index.get(s)),
                     ranks,
+                    out_bytes,
                 };
                 args.as_deref()
                     .and_then(|args| shapes::cost(formula, args, &ctx))
@@ -229,6 +365,31 @@ fn sum_trace(
             row.dims_ns += dur;
         }
     }
+    used
+}
+
+/// Charges launch `op` its model-config cost, when the config gives it one.
+fn add_config_cost(
+    row: &mut RowSums,
+    dur: i128,
+    op: usize,
+    from_config: &ConfigShapes,
+    used: &mut ConfigUse,
+) {
+    let Some(launch) = from_config.costs.get(&op) else {
+        return;
+    };
+    row.shaped_ns += dur;
+    row.shaped_launches += 1;
+    row.flops += launch.cost.flops;
+    row.bytes += launch.cost.bytes;
+    row.class_ns[class_slot(launch.class)] += dur;
+    row.config_ns += dur;
+    if from_config.attention.contains(&op) {
+        used.attention_launches += 1;
+    } else {
+        used.gemm_launches += 1;
+    }
 }
 
 /// A finished row: its report figures and its SOL time.
@@ -236,6 +397,8 @@ struct FinishedRow {
     roofline: KernelRoofline,
     /// SOL time of the shaped launches, when the device roof is known.
     sol_s: Option<f64>,
+    /// A memcpy/memset row: its % of peak is shown, but it is not in the SOL line.
+    copy: bool,
     shaped_ns: i128,
 }
 
@@ -269,6 +432,10 @@ fn finish_row(row: &RowSums, roof: &Roof) -> FinishedRow {
     };
     let source = if !shaped {
         None
+    } else if row.copy {
+        Some(ShapeSource::KinetoBytes)
+    } else if row.config_ns > row.dims_ns && row.config_ns > row.annotation_ns {
+        Some(ShapeSource::ModelConfig)
     } else if row.annotation_ns > row.dims_ns {
         Some(ShapeSource::StepAnnotation)
     } else {
@@ -292,6 +459,7 @@ fn finish_row(row: &RowSums, roof: &Roof) -> FinishedRow {
             under_filled_launches: row.under_filled_launches,
         },
         sol_s,
+        copy: row.copy,
         shaped_ns: row.shaped_ns,
     }
 }
@@ -301,6 +469,7 @@ impl StageRoofline {
     fn sol(&self, finished: &[(&String, FinishedRow)], report: &StageReport) -> Option<StageSol> {
         let with_sol: Vec<(&String, f64, i128, f64)> = finished
             .iter()
+            .filter(|(_, f)| !f.copy)
             .filter_map(|(name, f)| {
                 Some((
                     *name,

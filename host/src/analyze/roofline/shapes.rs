@@ -116,6 +116,33 @@ pub struct Context<'a> {
     pub step: Option<&'a StepCounts>,
     /// Ranks of the job (the trace's world size), for all-reduce.
     pub ranks: u64,
+    /// The output's element size the op's `Concrete Inputs` record (a GEMM row's
+    /// `out_dtype` argument, see [`out_dtype_bytes`]); `None`: not recorded.
+    pub out_bytes: Option<u64>,
+}
+
+/// Element size of a c10 `ScalarType` code (`c10/core/ScalarType.h`): the output dtype
+/// an op such as `_scaled_mm` takes as an argument; `None` for codes a GEMM does not
+/// write.
+fn scalar_type_bytes(code: u64) -> Option<u64> {
+    Some(match code {
+        5 | 15 => 2,  // Half, BFloat16
+        6 => 4,       // Float
+        23..=26 => 1, // Float8_e5m2, _e4m3fn, _e5m2fnuz, _e4m3fnuz
+        _ => return None,
+    })
+}
+
+/// The element size named by argument `index` of a CPU op's `Concrete Inputs` JSON list
+/// (torch.profiler writes scalars as their text, tensors as ""): a ScalarType code.
+pub fn out_dtype_bytes(concrete_json: &str, index: usize) -> Option<u64> {
+    let values: Vec<serde_json::Value> = serde_json::from_str(concrete_json).ok()?;
+    let code = match values.get(index)? {
+        serde_json::Value::String(text) => text.trim().parse::<u64>().ok()?,
+        serde_json::Value::Number(n) => n.as_u64()?,
+        _ => return None,
+    };
+    scalar_type_bytes(code)
 }
 
 /// The launch's cost under `formula`, or `None` when the arguments do not have the
@@ -130,6 +157,7 @@ pub fn cost(formula: &OpFormula, args: &[Option<Arg>], ctx: &Context<'_>) -> Opt
             bias,
             scales,
             out_bytes,
+            out_dtype: _,
         } => {
             let (a, b) = (arg(*a)?, arg(*b)?);
             if a.dims.len() < 2 || b.dims.len() != 2 {
@@ -153,7 +181,7 @@ pub fn cost(formula: &OpFormula, args: &[Option<Arg>], ctx: &Context<'_>) -> Opt
                 k,
                 a_bytes: a.elem_bytes,
                 b_bytes: b.elem_bytes,
-                c_bytes: out_bytes.unwrap_or(a.elem_bytes),
+                c_bytes: ctx.out_bytes.or(*out_bytes).unwrap_or(a.elem_bytes),
                 bias_elems: bias.map_or(0, Arg::numel),
                 bias_bytes: bias.map_or(0, |x| x.elem_bytes),
             };
@@ -341,6 +369,41 @@ mod tests {
     }
 
     #[test]
+    fn a_scaled_mm_writes_the_out_dtype_its_concrete_inputs_record() {
+        // aten::_scaled_mm(a fp8 [M, K], b fp8 [K, N], scale_a, scale_b, bias?, scale_result?,
+        // out_dtype, use_fast_accum): Concrete Inputs hold out_dtype as its c10 code.
+        let dims = "[[16, 4096], [4096, 1024], [], [], [], [], [], []]";
+        let types = "[\"c10::Float8_e4m3fn\", \"c10::Float8_e4m3fn\", \"float\", \"float\", \"\", \"\", \"Scalar\", \"Scalar\"]";
+        let ops = parse_roofline_ops(BUILTIN_ROOFLINE, Path::new("r.toml")).unwrap();
+        let row = ops.for_cpu_op("aten::_scaled_mm").unwrap();
+        let OpFormula::Gemm { out_dtype, .. } = &row.formula else {
+            panic!("{row:?}")
+        };
+        let at = out_dtype.expect("the row names out_dtype's position");
+        let concrete =
+            |code: &str| format!("[\"\", \"\", \"\", \"\", \"\", \"\", \"{code}\", \"False\"]");
+        // float (6): 4-byte output; BFloat16 (15), Half (5): 2; Float8_e4m3fn (24): 1.
+        let written = |out: Option<u64>| {
+            let ctx = Context {
+                out_bytes: out,
+                ..Context::default()
+            };
+            let c = cost(&row.formula, &parse_args(dims, types).unwrap(), &ctx).unwrap();
+            c.cost.bytes - (16 * 4096 + 4096 * 1024)
+        };
+        assert_eq!(out_dtype_bytes(&concrete("6"), at), Some(4));
+        assert_eq!(out_dtype_bytes(&concrete("15"), at), Some(2));
+        assert_eq!(out_dtype_bytes(&concrete("5"), at), Some(2));
+        assert_eq!(out_dtype_bytes(&concrete("24"), at), Some(1));
+        assert_eq!(out_dtype_bytes(&concrete(""), at), None);
+        assert_eq!(out_dtype_bytes("not json", at), None);
+        assert_eq!(written(out_dtype_bytes(&concrete("6"), at)), 16 * 1024 * 4);
+        assert_eq!(written(out_dtype_bytes(&concrete("24"), at)), 16 * 1024);
+        // Not recorded: the bf16 serving engines ask for.
+        assert_eq!(written(None), 16 * 1024 * 2);
+    }
+
+    #[test]
     fn attention_needs_the_step_counts_and_reads_heads_from_q_and_k() {
         let dims = "[[888, 8, 64], [888, 1, 64], [888, 1, 64], [888, 8, 64], [], [], []]";
         let types = "[\"c10::Float8_e4m3fn\", \"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"\", \"\", \"\"]";
@@ -361,6 +424,7 @@ mod tests {
         let ctx = Context {
             step: Some(&step),
             ranks: 8,
+            out_bytes: None,
         };
         let c = cost_of("vllm::unified_attention_with_output", dims, types, &ctx).unwrap();
         // 8 heads * (64 + 64) * (2*788544 - 788544); Q is fp8: 1 byte per element.

@@ -111,6 +111,52 @@ fn sglang_counts(name: &str) -> Option<StepCounts> {
     Some(counts)
 }
 
+/// The tokens a step runs through its GEMMs and the requests it samples (one lm_head
+/// row each), for the model-config shapes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct StepTokens {
+    pub tokens: u64,
+    pub requests: u64,
+}
+
+/// A step annotation's token and request counts: SGLang `step[MODE bs=R toks=T ...]`
+/// (`toks`, else `c_sq + g_sq`, else a `DECODE` step's `bs`: one token per request);
+/// vLLM `execute_<T>_context_<R>(...)_generation_<R>(...)` and the older
+/// `execute_context_<R>(<sq>...)_generation_<R>(<sq>)` (tokens: the sq of both).
+pub fn step_tokens(name: &str) -> Option<StepTokens> {
+    if let Some(body) = name.strip_prefix("step[") {
+        let body = body.strip_suffix(']')?;
+        let mode = body.split_whitespace().next()?;
+        let field = |key: &str| {
+            body.split_whitespace()
+                .filter_map(|f| f.split_once('='))
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+        };
+        let requests = field("bs")?;
+        let sums = field("c_sq").unwrap_or(0) + field("g_sq").unwrap_or(0);
+        let tokens = field("toks")
+            .or((sums > 0).then_some(sums))
+            .or((mode == "DECODE").then_some(requests))?;
+        return Some(StepTokens { tokens, requests });
+    }
+    let rest = name.strip_prefix("execute_")?;
+    let (context, generation) = rest.split_once("_generation_")?;
+    let context = context.split_once("context_").map_or(context, |(_, c)| c);
+    let count = |part: &str| -> Option<(u64, u64)> {
+        let (requests, inner) = part.split_once('(')?;
+        let inner = inner.strip_prefix("sq").unwrap_or(inner);
+        let sq: String = inner.chars().take_while(char::is_ascii_digit).collect();
+        Some((requests.parse().ok()?, sq.parse().ok()?))
+    };
+    let (c_requests, c_tokens) = count(context)?;
+    let (g_requests, g_tokens) = count(generation)?;
+    Some(StepTokens {
+        tokens: c_tokens + g_tokens,
+        requests: c_requests + g_requests,
+    })
+}
+
 /// A trace's annotations that carry sums, by CPU start time.
 #[derive(Clone, Debug, Default)]
 pub struct StepIndex {
@@ -190,6 +236,29 @@ mod tests {
             step_counts("execute_context_2(14721)_generation_0(0)"),
             None
         );
+    }
+
+    #[test]
+    fn step_tokens_read_both_engines_spellings() {
+        let t = |tokens, requests| Some(StepTokens { tokens, requests });
+        assert_eq!(step_tokens("step[DECODE bs=32]"), t(32, 32));
+        assert_eq!(step_tokens("step[EXTEND bs=15 toks=15360]"), t(15360, 15));
+        assert_eq!(
+            step_tokens("step[MIXED bs=2 c_sq=5 c_sk=8 c_sqsq=25 c_sqsk=40 g_sq=1 g_sk=12]"),
+            t(6, 2)
+        );
+        assert_eq!(step_tokens("step[EXTEND bs=2]"), None);
+        assert_eq!(
+            step_tokens(
+                "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)"
+            ),
+            t(32, 32)
+        );
+        assert_eq!(
+            step_tokens("execute_context_1(888_788544)_generation_0(0)"),
+            t(888, 1)
+        );
+        assert_eq!(step_tokens("ProfilerStep#3"), None);
     }
 
     #[test]

@@ -70,7 +70,13 @@ fn rooflines(trace: &Trace, linked: &Linked, roof: &Roof) -> Vec<(Stage, StageRo
         linked,
         split: &split,
     }];
-    stage_rooflines(&staged, &load_roofline_ops(None).unwrap(), roof)
+    let families = crate::catalog::FamilyRules::default();
+    let model = ModelInputs {
+        shape: None,
+        tp: None,
+        families: &families,
+    };
+    stage_rooflines(&staged, &load_roofline_ops(None).unwrap(), roof, &model).0
 }
 
 fn report_with(names: &[&str]) -> StageReport {
@@ -209,4 +215,36 @@ fn attention_takes_the_sums_of_the_step_around_its_launch_and_the_stage_gets_its
     assert_eq!(sol.gap.below_roof_top.len(), 2);
     assert_eq!(sol.gap.below_roof_top[0].kernel, "fmha");
     assert!((sol.gap.below_roof_us - (90.0 - sol.sol_us)).abs() < 1e-9);
+}
+
+#[test]
+fn a_scaled_mm_writes_the_output_dtype_its_cpu_op_records() {
+    let dims = "[[16, 4096], [4096, 1024], [], [], [], [], [], []]";
+    let types = "[\"c10::Float8_e4m3fn\", \"c10::Float8_e4m3fn\", \"float\", \"float\", \"\", \"\", \"Scalar\", \"Scalar\"]";
+    let (mut trace, mut linked) = traced(&[
+        ("fp8_gemm", "aten::_scaled_mm", 1, 40_000, None, [132, 1, 1]),
+        (
+            "fp8_gemm_2",
+            "aten::_scaled_mm",
+            2,
+            40_000,
+            None,
+            [132, 1, 1],
+        ),
+    ]);
+    for site in &mut linked.sites {
+        site.input_dims = Some(trace.strings.intern(dims));
+        site.input_types = Some(trace.strings.intern(types));
+    }
+    // The first op asks for a float (6) output; the second records no Concrete Inputs.
+    let concrete = trace
+        .strings
+        .intern("[\"\", \"\", \"\", \"\", \"\", \"\", \"6\", \"False\"]");
+    trace.cpu_ops[0].concrete_inputs = Some(concrete);
+    let roof = roof_of(trace.meta.devices.first(), None);
+    let stages = rooflines(&trace, &linked, &roof);
+    let rows = &stages[0].1.rows;
+    let ab = 16 * 4096 + 4096 * 1024;
+    assert_eq!(rows["fp8_gemm"].bytes, ab + 16 * 1024 * 4);
+    assert_eq!(rows["fp8_gemm_2"].bytes, ab + 16 * 1024 * 2);
 }

@@ -35,6 +35,7 @@ use std::time::SystemTime;
 use regex::Regex;
 
 pub mod capture_files;
+pub mod rank_files;
 
 use crate::error::TriageError;
 use crate::trace::stage::{stage_from_path, Stage};

@@ -11,7 +11,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::devices::DeviceProperties;
-use super::optional::{array_sym, dim3, ratio, string_text};
+use super::optional::{array_sym, count, dim3, ratio, string_text};
 use super::raw::{Id, Label, RawArgs, RawEvent, RawText, Text};
 use super::stream::{json_fail, Fail};
 use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
@@ -332,6 +332,13 @@ impl TraceSink {
                 let blocks_per_sm = self
                     .optional_text(args, |a| a.blocks_per_sm, "args.blocks per SM")
                     .and_then(ratio);
+                // Only copies: a kernel's `bytes` (none is written today) is no count of them.
+                let bytes = if kind == GpuKind::Kernel {
+                    None
+                } else {
+                    self.optional_text(args, |a| a.bytes, "args.bytes")
+                        .and_then(count)
+                };
                 self.trace.gpu_ops.push(GpuOp {
                     name,
                     kind,
@@ -346,6 +353,7 @@ impl TraceSink {
                     grid,
                     block,
                     blocks_per_sm,
+                    bytes,
                 });
             }
             Class::Runtime => {

@@ -244,6 +244,13 @@ fn scan_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<
         if stream.peek_token()? != Some(b'{') {
             return Ok(false);
         }
+        // Scanned already, on the scan-ahead thread (`ahead.rs`).
+        if let Some((event, len)) = stream.scanned_event() {
+            sink.trace.event_count += 1;
+            sink.add_event(event);
+            stream.pos += len;
+            return Ok(true);
+        }
         let Some(text) = stream.unread_text() else {
             return Ok(false);
         };

@@ -3,7 +3,7 @@
 //! Why not a JSON tree: a torch.profiler trace is one JSON document whose `traceEvents`
 //! array holds millions of small objects, and a tree of it costs about 6x the file size
 //! in memory (the predecessor's failure). Instead the reader walks the top-level
-//! structure over a rolling text buffer and reads each event in place into a borrowed
+//! structure over a window of text blocks and reads each event in place into a borrowed
 //! `RawEvent` holding just the fields later steps use, in three tiers:
 //!
 //! 1. the hand-written scanner of `scan.rs` takes the common shape (no escapes in kept
@@ -20,16 +20,17 @@
 //! Memory grows with the retained records, never with the document, nor with one
 //! value in it: an event past 8 MiB is read member by member (`large.rs`), values the
 //! reader keeps are capped (`build::MAX_VALUE_BYTES`, counted by field when an event is
-//! skipped for one), and values it does not keep stream past unbuffered. gzip is inflated
-//! and UTF-8-checked on its own thread, which hands over text blocks (and gets them
-//! back for reuse), so the parse thread copies each byte once.
+//! skipped for one), and values it does not keep stream past unbuffered. The file is read
+//! (and gzip inflated) and UTF-8-checked on its own thread, which hands over text blocks
+//! (and gets them back for reuse); the parser reads each block where it lies, copying
+//! only the few KiB around each block's end (`stream.rs`).
 //!
 //! What is kept (the predecessor's event classes, chosen by `cat`): GPU kernels, memcpys and
 //! memsets; runtime/driver calls that carry a `correlation` (every one: `cudaMemcpyAsync`
 //! launches memcpys); CPU ops; Python frames; user and GPU-user annotations; the
 //! `process_name` / `thread_name` metadata. Everything else is counted and dropped.
 //! Optional facts ride along: a GPU op's and a launch call's `grid`/`block`, a GPU op's
-//! `blocks per SM`, a launch call's `kernel`, a CPU op's `Input Dims`/`Input type`/
+//! `blocks per SM`, a memcpy's or memset's `bytes`, a launch call's `kernel`, a CPU op's `Input Dims`/`Input type`/
 //! `Concrete Inputs` (compact JSON text, interned), `deviceProperties[]`. Both tiers hand
 //! them over as JSON text and `optional.rs` types them; a value of the wrong type is
 //! absent, and one past the size limit is left out (counted in
@@ -43,14 +44,15 @@
 //! with `dur == 0` is counted in `skipped.zero_duration`.
 //!
 //! The files, in the order a read goes through them: `source.rs` opens the file (and
-//! inflates gzip on its own thread); `stream.rs` holds the rolling text buffer and the
-//! failures; `document.rs` walks the document and tries the tiers on each event;
+//! reads and inflates it on its own thread); `stream.rs` holds the window over the text
+//! blocks and the failures; `document.rs` walks the document and tries the tiers on each event;
 //! `scan.rs` (tier 1) and `raw.rs` (the event type serde fills, tier 2) read one event;
 //! `time.rs` turns number text into exact values; `build.rs` turns events into the
 //! [`Trace`], with `optional.rs` typing the optional `args` facts and `devices.rs` the
 //! `deviceProperties`; `large.rs` reads an event too large to hold; `surrogate.rs`
 //! repairs lone UTF-16 surrogate escapes serde refuses. This file holds the entry points.
 
+mod ahead;
 mod build;
 mod devices;
 mod document;
@@ -114,14 +116,53 @@ fn read_trace_with(
     chunk: usize,
     parser: EventParser,
 ) -> Result<Trace, TriageError> {
-    let source = open_source(path)?;
-    let mut stream = ByteStream::new(source, progress, chunk);
+    read_trace_counted(path, progress, chunk, parser).0
+}
+
+/// How a read went, for tests of its speed-ups.
+#[derive(Default)]
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "read by the reader's tests only")
+)]
+struct ReadCounts {
+    /// Text bytes copied between buffers (`ByteStream::copied`).
+    copied: u64,
+    /// Events the parser took from the scan-ahead thread (`ahead.rs`).
+    scanned_ahead: u64,
+}
+
+/// [`read_trace_with`], and its [`ReadCounts`].
+fn read_trace_counted(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    chunk: usize,
+    parser: EventParser,
+) -> (Result<Trace, TriageError>, ReadCounts) {
+    let source = match open_source(path) {
+        Ok(source) => source,
+        Err(e) => return (Err(e), ReadCounts::default()),
+    };
+    let mut stream = ByteStream::new(source, progress, chunk, parser == EventParser::Fast);
     let mut sink = TraceSink::new(path, parser);
     let outcome = read_document(&mut stream, &mut sink);
     let json_bytes = stream.end_offset();
     let compressed = stream.consumed.load(Ordering::Relaxed);
     (stream.progress)(compressed);
-    outcome.map_err(|fail| TriageError::input(path, fail.message(&stream)))?;
+    let outcome = outcome.map_err(|fail| TriageError::input(path, fail.message(&stream)));
+    let counts = ReadCounts {
+        copied: stream.copied.load(Ordering::Relaxed),
+        scanned_ahead: stream.scanned_ahead,
+    };
+    drop(stream);
+    (
+        outcome.and_then(|()| finish_trace(path, sink, json_bytes)),
+        counts,
+    )
+}
+
+/// The sink's trace, or the error of a file that held no events worth the name.
+fn finish_trace(path: &Path, sink: TraceSink, json_bytes: u64) -> Result<Trace, TriageError> {
     let mut trace = sink.finish();
     trace.json_bytes = json_bytes;
     if trace.event_count == 0 {

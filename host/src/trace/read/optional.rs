@@ -1,6 +1,7 @@
 //! The optional facts an event's `args` carry, decoded from their JSON text: a CPU op's
 //! shapes (`Input Dims`, `Input type`, `Concrete Inputs`), a kernel's or launch call's
-//! geometry (`grid`, `block`), Kineto's `blocks per SM`, a launch call's `kernel`.
+//! geometry (`grid`, `block`), Kineto's `blocks per SM`, a launch call's `kernel`, a
+//! memcpy's or memset's `bytes`.
 //!
 //! Why from text: both parsing tiers hand over the value's text as written (serde as a
 //! `RawValue`, the scanner as the span it validated), and this one decoder types it, so
@@ -9,6 +10,7 @@
 //! event an event.
 
 use std::borrow::Cow;
+use std::num::NonZeroU64;
 
 use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
 use crate::trace::event::{Interner, Sym};
@@ -40,6 +42,15 @@ pub(super) fn ratio(text: &str) -> Option<f32> {
     // Through f64, as the number is written; then the f32 it is kept as.
     let value = text.parse::<f64>().ok()? as f32;
     (value.is_finite() && value >= 0.0).then_some(value)
+}
+
+/// A positive integer that fits a `u64` (a copy's `bytes`): digits only, so a float,
+/// string or negative number is `None`, and so is zero (nothing moved).
+pub(super) fn count(text: &str) -> Option<NonZeroU64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<u64>().ok().and_then(NonZeroU64::new)
 }
 
 /// The symbol of an array value's text (`Input Dims`, ...), repaired (see [`repaired`])

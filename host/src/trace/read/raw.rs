@@ -72,12 +72,15 @@ pub(super) struct RawArgs<'a> {
     pub(super) block: Option<RawText<'a>>,
     #[serde(borrow, default, rename = "blocks per SM")]
     pub(super) blocks_per_sm: Option<RawText<'a>>,
+    /// A memcpy's or memset's byte count.
+    #[serde(borrow, default)]
+    pub(super) bytes: Option<RawText<'a>>,
 }
 
 /// The optional `args` facts, with the name a value past the size limit is counted
 /// under (`SkipCounts::oversized_fields`): the JSON key, and the text's field in
 /// [`RawArgs`].
-pub(super) const OPTIONAL_ARGS: [(&str, &str); 8] = [
+pub(super) const OPTIONAL_ARGS: [(&str, &str); 9] = [
     ("Input Dims", "args.Input Dims"),
     ("Input dims", "args.Input dims"),
     ("Input type", "args.Input type"),
@@ -86,6 +89,7 @@ pub(super) const OPTIONAL_ARGS: [(&str, &str); 8] = [
     ("grid", "args.grid"),
     ("block", "args.block"),
     ("blocks per SM", "args.blocks per SM"),
+    ("bytes", "args.bytes"),
 ];
 
 /// A value's text as written: a number, or a string with its quotes (`ts`, `dur`), or

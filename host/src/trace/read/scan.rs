@@ -163,6 +163,7 @@ impl<'a> Cursor<'a> {
         let mut grid = None;
         let mut block = None;
         let mut blocks_per_sm = None;
+        let mut bytes = None;
         self.object(|s, key| match key {
             "External id" => set_once(&mut external_id, s.id()?),
             "external id" => set_once(&mut legacy_external_id, s.id()?),
@@ -179,6 +180,7 @@ impl<'a> Cursor<'a> {
             "grid" => set_once(&mut grid, s.opt(Self::raw_value)?),
             "block" => set_once(&mut block, s.opt(Self::raw_value)?),
             "blocks per SM" => set_once(&mut blocks_per_sm, s.opt(Self::raw_value)?),
+            "bytes" => set_once(&mut bytes, s.opt(Self::raw_value)?),
             _ => s.skip_value(2),
         })?;
         Ok(RawArgs {
@@ -197,6 +199,7 @@ impl<'a> Cursor<'a> {
             grid: grid.flatten(),
             block: block.flatten(),
             blocks_per_sm: blocks_per_sm.flatten(),
+            bytes: bytes.flatten(),
         })
     }
 

@@ -1,7 +1,7 @@
 //! Opening a trace file: only plain files are read (a named pipe would block forever),
 //! gzip is detected by its magic bytes, not its name, and the file bytes consumed are
-//! counted for progress. A gzip stream is inflated and UTF-8-decoded on a thread of its
-//! own (`TextBlocks`), so inflating overlaps parsing.
+//! counted for progress. The file is read (a gzip stream inflated) and UTF-8-decoded on
+//! a thread of its own (`TextBlocks`), so reading and inflating overlap parsing.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
+use super::ahead::{scan_block, Scanned};
 use super::stream::decode_utf8;
 use crate::error::TriageError;
 
@@ -106,61 +107,155 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
-/// Runs a reader (the gzip decoder) on its own thread and hands over its bytes already
-/// decoded to text, so inflating and UTF-8 checking overlap parsing and the parser
-/// copies each byte once. Blocks go back to the thread for reuse (no allocation or
-/// zeroing per block). The thread ends when the input does, on an error, or when this
-/// side is dropped.
+/// Runs a reader (the gzip decoder, or the file itself) on its own thread and hands
+/// over its bytes already decoded to text, so reading, inflating and UTF-8 checking
+/// overlap parsing. Each block is read straight into the buffer that becomes its text
+/// (checked in place, never copied unless it holds invalid UTF-8), and blocks go back
+/// to the thread for reuse (no allocation or zeroing per block). With `scan_ahead`, a
+/// second thread scans each block's events on the way (`ahead.rs`). The threads end
+/// when the input does, on an error, or when this side is dropped.
 pub(super) struct TextBlocks {
-    pub(super) blocks: Receiver<io::Result<String>>,
+    pub(super) blocks: Receiver<io::Result<Block>>,
     pub(super) spare: SyncSender<String>,
+    pub(super) spare_scanned: SyncSender<Vec<Scanned>>,
+}
+
+/// One block of the document's text and, when scanned ahead, the events found in it.
+pub(super) struct Block {
+    pub(super) text: String,
+    pub(super) scanned: Vec<Scanned>,
 }
 
 /// How many decoded blocks may wait.
 const BLOCKS_IN_FLIGHT: usize = 4;
 
 impl TextBlocks {
-    pub(super) fn spawn(mut inner: Box<dyn Read + Send>, block: usize) -> Self {
-        let (tx, blocks) = sync_channel(BLOCKS_IN_FLIGHT);
+    /// `copied` counts the text bytes copied on the way (see `ByteStream::copied`).
+    pub(super) fn spawn(
+        inner: Box<dyn Read + Send>,
+        block: usize,
+        copied: Arc<AtomicU64>,
+        scan_ahead: bool,
+    ) -> Self {
+        // With a scan-ahead thread, half the blocks wait on each side of it: as many
+        // blocks of text in flight as without, and few blocks' scan results.
+        let waiting = if scan_ahead {
+            BLOCKS_IN_FLIGHT / 2
+        } else {
+            BLOCKS_IN_FLIGHT
+        };
+        let (tx, blocks) = sync_channel(waiting);
         let (spare, spares) = sync_channel::<String>(BLOCKS_IN_FLIGHT + 2);
-        std::thread::spawn(move || {
-            // `raw[..kept]` is an incomplete UTF-8 sequence left from the last block.
-            let mut raw = vec![0u8; block + 4];
-            let mut kept = 0;
-            loop {
-                let mut filled = kept;
-                let outcome = loop {
-                    match inner.read(&mut raw[filled..]) {
-                        Ok(0) => break Ok(true),
-                        Ok(n) => {
-                            filled += n;
-                            if filled == raw.len() {
-                                break Ok(false);
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => break Err(e),
-                    }
-                };
-                let at_end = matches!(outcome, Ok(true));
-                let mut text = spares.try_recv().unwrap_or_default();
-                text.clear();
-                let decoded = decode_utf8(&mut text, &raw[..filled], at_end);
-                raw.copy_within(decoded..filled, 0);
-                kept = filled - decoded;
-                if !text.is_empty() && tx.send(Ok(text)).is_err() {
-                    return;
-                }
-                match outcome {
-                    Ok(false) => {}
-                    Ok(true) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
+        let (spare_scanned, spare_scans) = sync_channel::<Vec<Scanned>>(waiting + 1);
+        if scan_ahead {
+            let (text_tx, texts) = sync_channel::<io::Result<Block>>(waiting);
+            std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &text_tx));
+            std::thread::spawn(move || {
+                let mut received = 0u64;
+                for message in texts {
+                    let message = message.map(|mut b| {
+                        let mut scanned = spare_scans.try_recv().unwrap_or_default();
+                        scanned.clear();
+                        scan_block(&b.text, received, &mut scanned);
+                        received += b.text.len() as u64;
+                        b.scanned = scanned;
+                        b
+                    });
+                    if tx.send(message).is_err() {
                         return;
                     }
                 }
-            }
-        });
-        TextBlocks { blocks, spare }
+            });
+        } else {
+            std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &tx));
+        }
+        TextBlocks {
+            blocks,
+            spare,
+            spare_scanned,
+        }
     }
+}
+
+/// The reading thread: blocks of `block` bytes from `inner`, decoded, sent on `tx`.
+fn read_blocks(
+    mut inner: Box<dyn Read + Send>,
+    block: usize,
+    copied: &AtomicU64,
+    spares: &Receiver<String>,
+    tx: &SyncSender<io::Result<Block>>,
+) {
+    // An incomplete UTF-8 sequence left from the last block: at most 3 bytes.
+    let mut carry: Vec<u8> = Vec::with_capacity(4);
+    loop {
+        let mut buf = spares
+            .try_recv()
+            .map(String::into_bytes)
+            .unwrap_or_default();
+        let want = carry.len() + block;
+        // Only a buffer shorter than the block is zeroed, and only its growth.
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        buf[..carry.len()].copy_from_slice(&carry);
+        let mut filled = carry.len();
+        let outcome = loop {
+            match inner.read(&mut buf[filled..want]) {
+                Ok(0) => break Ok(true),
+                Ok(n) => {
+                    filled += n;
+                    if filled == want {
+                        break Ok(false);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        buf.truncate(filled);
+        let at_end = matches!(outcome, Ok(true));
+        let text = block_text(buf, at_end, &mut carry, copied);
+        let block_of = Block {
+            text,
+            scanned: Vec::new(),
+        };
+        if !block_of.text.is_empty() && tx.send(Ok(block_of)).is_err() {
+            return;
+        }
+        match outcome {
+            Ok(false) => {}
+            Ok(true) => return,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        }
+    }
+}
+
+/// The bytes of one block as text, checked in place: an incomplete character at the
+/// end (unless `at_end`) moves to `carry` for the next block; only a block with
+/// invalid bytes is copied, with each invalid sequence replaced by U+FFFD.
+fn block_text(buf: Vec<u8>, at_end: bool, carry: &mut Vec<u8>, copied: &AtomicU64) -> String {
+    carry.clear();
+    let err = match String::from_utf8(buf) {
+        Ok(text) => return text,
+        Err(err) => err,
+    };
+    let utf8 = err.utf8_error();
+    let mut bytes = err.into_bytes();
+    if utf8.error_len().is_none() && !at_end {
+        // Valid up to a character cut by the block's end.
+        carry.extend_from_slice(&bytes[utf8.valid_up_to()..]);
+        bytes.truncate(utf8.valid_up_to());
+        match String::from_utf8(bytes) {
+            Ok(text) => return text,
+            Err(err) => bytes = err.into_bytes(),
+        }
+    }
+    let mut text = String::with_capacity(bytes.len() + 3);
+    let decoded = decode_utf8(&mut text, &bytes, at_end);
+    copied.fetch_add(decoded as u64, Ordering::Relaxed);
+    carry.extend_from_slice(&bytes[decoded..]);
+    text
 }

@@ -1,70 +1,117 @@
 //! The text the document walk reads from, and how a read fails.
 //!
-//! `ByteStream` is a rolling window over the uncompressed document: refilled chunk by
-//! chunk (or block by block from the gzip thread), decoded to text once, with the text
-//! already read dropped at each refill, so memory never grows with the document.
+//! `ByteStream` is a window over the uncompressed document: the text block the reading
+//! thread decoded, or at a block's end a small stitch of the last block's unread text
+//! and the next block's head, with the text already read dropped at each refill, so
+//! memory never grows with the document.
 //! `SpanScan` finds where a value ends for the elements that are not read in place.
 //! `Fail` is every way a read can end early, turned into one line naming the byte offset
 //! (which is why it sits with the stream: the message needs the stream's offsets).
 
-use std::io::{self, Read};
+use std::collections::VecDeque;
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::source::{Source, TextBlocks};
+use super::ahead::Scanned;
+use super::raw::RawEvent;
+use super::source::{Block, Source, TextBlocks};
 
 /// Bytes read per refill.
 pub(super) const CHUNK: usize = 2 << 20;
 
-/// Size of one block decoded by the gzip thread.
+/// Size of one block decoded by the reading thread.
 const BLOCK: usize = 1 << 20;
 
-/// Where the document's text comes from.
-enum Input {
-    /// A plain file, decoded here chunk by chunk.
-    Bytes(Box<dyn Read + Send>),
-    /// Text decoded on the gzip thread.
-    Text(TextBlocks),
-}
+/// How much of a new block is first copied after the unread text of the last one: the
+/// rest of the event cut by the block's end is nearly always in it.
+const STITCH_HEAD: usize = 4 << 10;
 
 /// A window over the uncompressed document, decoded to text once as it arrives (so
 /// serde never re-validates UTF-8 string by string): `text[pos..]` is unread; text
 /// before `pos` is dropped at the next refill. `base` is the document offset of
 /// `text[0]`. Invalid UTF-8 becomes U+FFFD, as a lenient reader would have it.
+///
+/// Why the window is mostly a block itself: the reading thread hands over blocks of
+/// text, and copying each onto one rolling buffer was a tenth of the parse thread's
+/// time. So the window is the block the parser is in; only at a block's end, where an
+/// event is cut, is the unread text joined with the next block's head in a small
+/// stitch buffer (4 KiB of the block, doubled while the cut value has not ended), and
+/// as soon as the parser is past the stitch's first part, the window moves onto the
+/// block itself, at the same text.
 pub(super) struct ByteStream<'p> {
-    src: Input,
+    src: TextBlocks,
     text: String,
-    /// Bytes read but not yet decoded: an incomplete UTF-8 sequence at a chunk's end.
-    raw: Vec<u8>,
-    /// How many bytes at the start of `raw` are read and not yet decoded (at most 3).
-    raw_len: usize,
+    /// Whether `text` is the stitch buffer (else it is a block, returned to the reading
+    /// thread once read).
+    window_is_stitch: bool,
+    /// The stitch buffer while the window is a block, kept for reuse.
+    stitch: String,
+    /// The block whose head the stitch ends with.
+    pending: Option<Pending>,
+    /// Document offset just past the last block received.
+    received: u64,
+    /// The events scanned ahead in the blocks received, in document order.
+    ahead: VecDeque<AheadBlock>,
+    /// How many events the parser took from them (tests check most come that way).
+    pub(super) scanned_ahead: u64,
     pub(super) pos: usize,
     base: u64,
     eof: bool,
     gzip: bool,
-    chunk: usize,
     pub(super) consumed: Arc<AtomicU64>,
+    /// Text bytes copied from one buffer to another on the way to the parser (the
+    /// reading thread's copies included): each is a pass over memory, so tests hold it
+    /// to a small fraction of the document.
+    pub(super) copied: Arc<AtomicU64>,
     pub(super) progress: &'p mut dyn FnMut(u64),
 }
 
+/// One block's events scanned ahead, and how many of them are behind the parser.
+struct AheadBlock {
+    scanned: Vec<Scanned>,
+    next: usize,
+}
+
+/// A block the stitch buffer holds the first `from` bytes of.
+struct Pending {
+    block: String,
+    from: usize,
+    /// Document offset of `block[0]`.
+    base: u64,
+}
+
 impl<'p> ByteStream<'p> {
-    pub(super) fn new(source: Source, progress: &'p mut dyn FnMut(u64), chunk: usize) -> Self {
-        let src = if source.gzip {
-            Input::Text(TextBlocks::spawn(source.bytes, chunk.min(BLOCK)))
-        } else {
-            Input::Bytes(source.bytes)
-        };
+    /// With `scan_ahead`, each block's events are scanned on another thread on the way
+    /// (`ahead.rs`), and [`ByteStream::scanned_event`] hands them out.
+    pub(super) fn new(
+        source: Source,
+        progress: &'p mut dyn FnMut(u64),
+        chunk: usize,
+        scan_ahead: bool,
+    ) -> Self {
+        let copied = Arc::new(AtomicU64::new(0));
+        let src = TextBlocks::spawn(
+            source.bytes,
+            chunk.min(BLOCK),
+            Arc::clone(&copied),
+            scan_ahead,
+        );
         ByteStream {
             src,
-            text: String::with_capacity(chunk),
-            raw: Vec::new(),
-            raw_len: 0,
+            text: String::new(),
+            window_is_stitch: false,
+            stitch: String::new(),
+            pending: None,
+            received: 0,
+            ahead: VecDeque::new(),
+            scanned_ahead: 0,
             pos: 0,
             base: 0,
             eof: false,
             gzip: source.gzip,
-            chunk,
             consumed: source.consumed,
+            copied,
             progress,
         }
     }
@@ -89,79 +136,183 @@ impl<'p> ByteStream<'p> {
         self.text.get(self.pos..)
     }
 
-    /// Reads more bytes after the unread ones. Returns false at the end of the input.
+    /// Makes more text follow the unread text (which stays as it is). Returns false at
+    /// the end of the input.
     pub(super) fn fill(&mut self) -> Result<bool, Fail> {
-        if self.eof {
-            return Ok(false);
-        }
+        let grew = self.extend_window()?;
+        (self.progress)(self.consumed.load(Ordering::Relaxed));
+        Ok(grew)
+    }
+
+    /// The start of the unread text's character: the text kept at a refill.
+    fn unread_start(&self) -> usize {
         let mut cut = self.pos;
         while !self.text.is_char_boundary(cut) {
             cut -= 1;
         }
-        if cut > 0 {
-            self.text.drain(..cut);
-            self.base += cut as u64;
-            self.pos -= cut;
-        }
-        let old_text = self.text.len();
-        // A read that ends inside a multi-byte character adds no text yet.
-        while self.text.len() == old_text && !self.eof {
-            self.read_chunk()?;
-        }
-        (self.progress)(self.consumed.load(Ordering::Relaxed));
-        Ok(self.text.len() > old_text)
+        cut
     }
 
-    /// Reads up to one chunk (one block, from the gzip thread) onto `text`.
-    fn read_chunk(&mut self) -> Result<(), Fail> {
-        let blocks = match &mut self.src {
-            Input::Bytes(_) => return self.read_bytes_chunk(),
-            Input::Text(blocks) => blocks,
-        };
-        match blocks.blocks.recv() {
-            Ok(Ok(block)) => {
-                self.text.push_str(&block);
-                let _ = blocks.spare.try_send(block);
-                Ok(())
+    fn extend_window(&mut self) -> Result<bool, Fail> {
+        if let Some(pending) = self.pending.take() {
+            let cut = self.unread_start();
+            let unread = self.text.len() - cut;
+            if unread <= pending.from {
+                // The unread text is all in the block's head: read on in the block.
+                let from = pending.from;
+                let stitch = std::mem::replace(&mut self.text, pending.block);
+                self.stitch = stitch;
+                self.window_is_stitch = false;
+                self.pos = from - unread + (self.pos - cut);
+                self.base = pending.base;
+                if self.text.len() > from {
+                    return Ok(true);
+                }
+            } else {
+                // A value longer than the head: copy the next, twice as large, part.
+                self.drop_read(cut);
+                let block = &pending.block;
+                let mut to = (pending.from * 2)
+                    .max(pending.from + STITCH_HEAD)
+                    .min(block.len());
+                while !block.is_char_boundary(to) {
+                    to += 1;
+                }
+                self.count_copied(to - pending.from);
+                self.text.push_str(&block[pending.from..to]);
+                if to < block.len() {
+                    self.pending = Some(Pending {
+                        from: to,
+                        ..pending
+                    });
+                } else {
+                    self.recycle(pending.block);
+                }
+                return Ok(true);
+            }
+        }
+        if self.eof {
+            return Ok(false);
+        }
+        let block = match self.src.blocks.recv() {
+            Ok(Ok(Block { text, scanned })) => {
+                if scanned.is_empty() {
+                    let _ = self.src.spare_scanned.try_send(scanned);
+                } else {
+                    self.ahead.push_back(AheadBlock { scanned, next: 0 });
+                }
+                text
             }
             Ok(Err(e)) => {
                 self.eof = true;
-                Err(self.read_failure(e))
+                return Err(self.read_failure(e));
             }
             // The thread ended: the input is exhausted.
             Err(_) => {
                 self.eof = true;
-                Ok(())
+                return Ok(false);
             }
+        };
+        let block_base = self.received;
+        self.received += block.len() as u64;
+        let cut = self.unread_start();
+        if cut == self.text.len() {
+            // Nothing unread: the block is the window.
+            let old = std::mem::replace(&mut self.text, block);
+            self.keep_old_window(old);
+            self.window_is_stitch = false;
+            self.pos = 0;
+            self.base = block_base;
+            return Ok(true);
+        }
+        self.drop_read(cut);
+        let mut head = STITCH_HEAD.min(block.len());
+        while !block.is_char_boundary(head) {
+            head += 1;
+        }
+        self.count_copied(head);
+        self.text.push_str(&block[..head]);
+        if head < block.len() {
+            self.pending = Some(Pending {
+                block,
+                from: head,
+                base: block_base,
+            });
+        } else {
+            self.recycle(block);
+        }
+        Ok(true)
+    }
+
+    /// The event scanned ahead that starts at the unread text (the parser's walk is at
+    /// an element's start) and lies in the window, with its length; results behind
+    /// the parser are dropped on the way.
+    pub(super) fn scanned_event(&mut self) -> Option<(RawEvent<'_>, usize)> {
+        let offset = self.offset();
+        loop {
+            let front = self.ahead.front_mut()?;
+            while front
+                .scanned
+                .get(front.next)
+                .is_some_and(|s| s.start < offset)
+            {
+                front.next += 1;
+            }
+            if front.next < front.scanned.len() {
+                break;
+            }
+            if let Some(done) = self.ahead.pop_front() {
+                let _ = self.src.spare_scanned.try_send(done.scanned);
+            }
+        }
+        let end = self.end_offset();
+        let front = self.ahead.front_mut()?;
+        let index = front.next;
+        let found = front.scanned.get(index)?;
+        if found.start != offset || found.start + found.len as u64 > end {
+            return None;
+        }
+        front.next += 1;
+        let found = self.ahead.front()?.scanned.get(index)?;
+        let element = self.text.get(self.pos..self.pos + found.len)?;
+        let event = found.event.event(element)?;
+        self.scanned_ahead += 1;
+        Some((event, found.len))
+    }
+
+    /// Makes the window the stitch buffer holding only the text from `cut` on.
+    fn drop_read(&mut self, cut: usize) {
+        self.count_copied(self.text.len() - cut);
+        if self.window_is_stitch {
+            self.text.drain(..cut);
+        } else {
+            let mut stitch = std::mem::take(&mut self.stitch);
+            stitch.clear();
+            stitch.push_str(&self.text[cut..]);
+            let block = std::mem::replace(&mut self.text, stitch);
+            self.recycle(block);
+            self.window_is_stitch = true;
+        }
+        self.base += cut as u64;
+        self.pos -= cut;
+    }
+
+    /// The window just replaced: the stitch buffer is kept, a block goes back.
+    fn keep_old_window(&mut self, old: String) {
+        if self.window_is_stitch {
+            self.stitch = old;
+        } else {
+            self.recycle(old);
         }
     }
 
-    /// Reads up to one chunk of a plain file and decodes it onto `text`.
-    fn read_bytes_chunk(&mut self) -> Result<(), Fail> {
-        let Input::Bytes(src) = &mut self.src else {
-            return Ok(());
-        };
-        // Sized once: zeroing a fresh chunk at every refill would cost a pass of its own.
-        let end = self.raw_len + self.chunk;
-        if self.raw.len() < end {
-            self.raw.resize(end, 0);
-        }
-        let mut filled = self.raw_len;
-        while filled < end {
-            match src.read(&mut self.raw[filled..end]) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.read_failure(e)),
-            }
-        }
-        let decoded = decode_utf8(&mut self.text, &self.raw[..filled], self.eof);
-        self.raw.copy_within(decoded..filled, 0);
-        self.raw_len = filled - decoded;
-        Ok(())
+    /// Hands a read block back to the reading thread for reuse.
+    fn recycle(&self, block: String) {
+        let _ = self.src.spare.try_send(block);
+    }
+
+    fn count_copied(&self, bytes: usize) {
+        self.copied.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     fn read_failure(&self, e: io::Error) -> Fail {

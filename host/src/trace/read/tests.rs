@@ -883,6 +883,54 @@ fn launch_geometry_and_blocks_per_sm_read_alike_in_both_tiers_and_bad_values_are
 }
 
 #[test]
+fn copy_bytes_read_alike_in_both_tiers_for_copies_only_and_bad_values_are_none() {
+    let op = |cat: &str, name: &str, ts: u32, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 1, "args": {{"stream": 7, {args}}}}}"#
+        )
+    };
+    let events = [
+        op(
+            "gpu_memcpy",
+            "copy",
+            1,
+            r#""bytes": 2048, "memory bandwidth (GB/s)": 1.28"#,
+        ),
+        op("gpu_memset", "set", 2, r#""bytes": 18446744073709551615"#),
+        op("gpu_memcpy", "zero", 3, r#""bytes": 0"#),
+        op("gpu_memcpy", "float", 4, r#""bytes": 1.5"#),
+        op("gpu_memcpy", "string", 5, r#""bytes": "64""#),
+        op("gpu_memcpy", "past", 6, r#""bytes": 18446744073709551616"#),
+        op("gpu_memcpy", "negative", 7, r#""bytes": -8"#),
+        // A kernel's `bytes` is not a copy's count.
+        op("kernel", "kernel", 8, r#""bytes": 64"#),
+        op("gpu_memcpy", r#"esc\"aped"#, 9, r#""bytes": 4"#),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_events_in_chunks(&events, &[CHUNK, 7, 1]);
+    assert_eq!(t.skipped.total(), 0);
+    let got: Vec<_> = t
+        .gpu_ops
+        .iter()
+        .map(|op| (t.name(op.name), op.bytes.map(std::num::NonZeroU64::get)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("copy", Some(2048)),
+            ("set", Some(u64::MAX)),
+            ("zero", None),
+            ("float", None),
+            ("string", None),
+            ("past", None),
+            ("negative", None),
+            ("kernel", None),
+            ("esc\"aped", Some(4)),
+        ]
+    );
+}
+
+#[test]
 fn launch_calls_keep_their_kernel_name_and_geometry() {
     let launch = |correlation: u32, args: &str| {
         format!(
@@ -1291,4 +1339,162 @@ fn shared_traces_new_fields_match_a_recount_from_the_raw_events() {
         .collect();
     assert!(!mm.is_empty());
     assert!(mm.iter().all(|op| op.input_dims.is_some()));
+}
+
+// ---------------------------------------------------------------------------------------
+// How text reaches the parser (issue 22): blocks are parsed where the reading thread
+// put them, not copied onto a rolling buffer.
+
+/// A trace of `events` events of the common shapes: kernels with multi-byte names (so
+/// blocks end inside characters) and CPU ops with shapes, every 97th one with a 12 KiB
+/// name (longer than the stitch's first part, so it grows).
+fn bulk_trace(events: usize) -> String {
+    let mut text = String::from(r#"{"traceEvents": ["#);
+    for i in 0..events {
+        if i > 0 {
+            text.push_str(",\n  ");
+        }
+        let event = if i % 2 == 0 {
+            format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "gemm_é_{i}", "pid": 0, "tid": 7, "ts": {}.5, "dur": 2.25, "args": {{"stream": 7, "correlation": {i}, "grid": [1, 2, 3]}}}}"#,
+                1000 + i * 10
+            )
+        } else if i % 97 == 1 {
+            let long = "ü".repeat(6 << 10);
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "{long}", "pid": 0, "tid": 1, "ts": {}, "dur": 3}}"#,
+                1000 + i * 10
+            )
+        } else {
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 0, "tid": 1, "ts": {}, "dur": 3, "args": {{"External id": {i}, "Input Dims": [[128, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}}"#,
+                1000 + i * 10
+            )
+        };
+        text.push_str(&event);
+    }
+    text.push_str("]}");
+    text
+}
+
+#[test]
+fn text_reaches_the_parser_without_being_copied_between_buffers() {
+    let text = bulk_trace(16_000);
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("t.json");
+    std::fs::write(&plain, &text).unwrap();
+    let gzip = dir.path().join("t.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).unwrap();
+    std::fs::write(&gzip, enc.finish().unwrap()).unwrap();
+    let block = 256 << 10;
+    for path in [&plain, &gzip] {
+        let (fast, counts) = read_trace_counted(path, &mut |_| {}, block, EventParser::Fast);
+        let copied = counts.copied;
+        let fast = fast.unwrap();
+        let reference = read_trace_with(path, &mut |_| {}, CHUNK, EventParser::Reference);
+        assert!(fast == reference.unwrap(), "{}", path.display());
+        assert_eq!(fast.event_count, 16_000);
+        assert_eq!(fast.gpu_ops.len(), 8_000);
+        assert_eq!(fast.json_bytes, text.len() as u64);
+        // At most a twentieth of the text is copied (the stitches at block ends).
+        assert!(
+            copied * 20 < text.len() as u64,
+            "{}: {copied} of {} bytes copied",
+            path.display(),
+            text.len()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Scanning ahead (issue 22): the scan-ahead thread's events are the parser's own.
+
+#[test]
+fn most_events_are_scanned_ahead_on_the_other_thread() {
+    let text = bulk_trace(16_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, &text).unwrap();
+    let (fast, counts) = read_trace_counted(&path, &mut |_| {}, 256 << 10, EventParser::Fast);
+    let reference = read_trace_with(&path, &mut |_| {}, CHUNK, EventParser::Reference);
+    assert!(fast.unwrap() == reference.unwrap());
+    // All but the events cut by the 16 blocks' ends.
+    assert!(
+        counts.scanned_ahead >= 16_000 - 40,
+        "{} of 16000 scanned ahead",
+        counts.scanned_ahead
+    );
+    let (_, counts) = read_trace_counted(&path, &mut |_| {}, 256 << 10, EventParser::Reference);
+    assert_eq!(
+        counts.scanned_ahead, 0,
+        "the reference path scans nothing ahead"
+    );
+}
+
+#[test]
+fn guesses_of_element_starts_inside_strings_and_args_never_change_the_trace() {
+    // Text the scan-ahead thread mistakes for element starts: `}, {` inside strings
+    // (with escapes), and objects in arrays inside `args` that scan as events, one
+    // of them a whole kernel. The parser must take none of them as elements.
+    let kernel_like = r#"{"ph": "X", "cat": "kernel", "name": "fake", "pid": 0, "tid": 0, "ts": 1, "dur": 1, "args": {"stream": 7}}"#;
+    let events = [
+        r#"{"ph": "X", "cat": "cpu_op", "name": "a}, {\"ph\": \"X\"}, {b", "pid": 0, "tid": 1, "ts": 5, "dur": 3}"#.to_string(),
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 0, "tid": 1, "ts": 9, "dur": 3, "args": {{"list": [{kernel_like}, {kernel_like}], "Input Dims": [[1, 2]]}}}}"#
+        ),
+        r#"{"ph": "X", "cat": "cpu_op", "name": "x},{", "pid": 0, "tid": 1, "ts": 12, "dur": 1}"#.to_string(),
+        format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "{}", "pid": 0, "tid": 1, "ts": 20, "dur": 9}}"#, r"}, {\\".repeat(40)),
+        KERNEL.to_string(),
+        r#"{"ph": "X", "cat": "cpu_op", "name": "é}, {ü", "pid": 0, "tid": 1, "ts": 30, "dur": 1, "args": {"External id": 4, "nested": [{}, {"ph": "X"}]}}"#.to_string(),
+    ];
+    let mut text = String::from("[");
+    for round in 0..8 {
+        for (i, e) in events.iter().enumerate() {
+            if round + i > 0 {
+                text.push_str(if i % 2 == 0 { ",\n" } else { " , " });
+            }
+            text.push_str(e);
+        }
+    }
+    text.push(']');
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, &text).unwrap();
+    let reference = read_trace_with(&path, &mut |_| {}, CHUNK, EventParser::Reference).unwrap();
+    assert_eq!(reference.gpu_ops.len(), 8, "only the real kernels");
+    assert_eq!(reference.cpu_ops.len(), 32);
+    assert_eq!(reference.annotations.len(), 8);
+    // Blocks from one byte up, so block ends (and the scan-ahead thread's first guesses)
+    // land at every offset of the events.
+    let mut used = 0;
+    for block in (1..=48).chain([97, 250, 1000, 4096, CHUNK]) {
+        let (fast, counts) = read_trace_counted(&path, &mut |_| {}, block, EventParser::Fast);
+        assert!(
+            fast.unwrap() == reference,
+            "block size {block} reads another trace"
+        );
+        used += counts.scanned_ahead;
+    }
+    assert!(used > 0, "the scan-ahead results were used");
+}
+
+#[test]
+fn shared_traces_read_alike_when_block_ends_land_everywhere() {
+    // Odd-sized blocks of about 10 KB: hundreds of events per trace are cut by a block
+    // end, and the scan-ahead thread starts guessing at arbitrary offsets.
+    for want in &EXPECTED {
+        let path = shared(want.file);
+        let reference = read_trace_with(&path, &mut |_| {}, CHUNK, EventParser::Reference)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (fast, counts) = read_trace_counted(&path, &mut |_| {}, 10_007, EventParser::Fast);
+        assert!(fast.unwrap() == reference, "{}", want.file);
+        assert!(
+            counts.scanned_ahead * 2 > reference.event_count,
+            "{}: {} of {} events scanned ahead",
+            want.file,
+            counts.scanned_ahead,
+            reference.event_count
+        );
+    }
 }

@@ -1,0 +1,219 @@
+//! Step re-alignment: ranks whose profilers started on different steps (rank 1's trace
+//! begins one or two steps after rank 0's) number their steps differently, so a rank's
+//! own step index is moved onto the reference rank's before collectives are matched.
+//!
+//! Where both ranks' step markers carry step numbers (`ProfilerStep#N`), the numbers
+//! decide. Else the collectives do: of the shifts under which the overlapping steps run
+//! the same collectives (family and stream, counted), the one whose matched collectives'
+//! end times differ most evenly wins. A synchronising collective ends at one instant on
+//! every rank, so under the right shift the end differences are the clock offset plus
+//! jitter; under a wrong one they also carry the differences between steps' lengths.
+
+use std::collections::BTreeMap;
+
+use super::digest::{Collective, StageDigest};
+use crate::trace::event::Ns;
+
+/// Largest shift tried, in steps.
+const MAX_SHIFT: i64 = 8;
+
+/// How a shift was found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Basis {
+    /// Both ranks' markers carry step numbers.
+    Numbers,
+    /// The collectives' sequence and end times.
+    Collectives,
+}
+
+/// The reference step of `own`'s step `i` is `i + shift`; and how that was found
+/// (`None`: nothing to go by, shift 0).
+pub(super) fn step_shift(reference: &StageDigest, own: &StageDigest) -> (i64, Option<Basis>) {
+    if let Some(shift) = by_numbers(reference, own) {
+        return (shift, Some(Basis::Numbers));
+    }
+    match by_collectives(reference, own) {
+        Some(shift) => (shift, Some(Basis::Collectives)),
+        None => (0, None),
+    }
+}
+
+/// The step number a marker's label ends in (`ProfilerStep#12` -> 12).
+fn step_number(label: &str) -> Option<u64> {
+    let (_, digits) = label.rsplit_once('#')?;
+    digits.parse().ok()
+}
+
+/// The shift that puts `own`'s first numbered step on the reference step of that number.
+fn by_numbers(reference: &StageDigest, own: &StageDigest) -> Option<i64> {
+    let numbers = |d: &StageDigest| -> Option<Vec<u64>> {
+        d.timeline
+            .steps
+            .iter()
+            .map(|s| step_number(&s.label))
+            .collect()
+    };
+    let (theirs, mine) = (numbers(reference)?, numbers(own)?);
+    mine.iter().enumerate().find_map(|(i, n)| {
+        let j = theirs.iter().position(|m| m == n)?;
+        Some(j as i64 - i as i64)
+    })
+}
+
+/// Per step, its collectives counted by (family, stream ordinal).
+type Signature<'a> = BTreeMap<(&'a str, usize), usize>;
+
+fn signatures(d: &StageDigest) -> Vec<Signature<'_>> {
+    let mut out: Vec<Signature<'_>> = vec![Signature::new(); d.timeline.steps.len()];
+    for c in &d.collectives {
+        if let Some(sig) = out.get_mut(c.key.step) {
+            *sig.entry((c.key.family.as_str(), c.key.stream_ordinal))
+                .or_default() += 1;
+        }
+    }
+    out
+}
+
+/// The shift of [`step_shift`] from the collectives, `None` without collectives to go by.
+fn by_collectives(reference: &StageDigest, own: &StageDigest) -> Option<i64> {
+    let (theirs, mine) = (signatures(reference), signatures(own));
+    let their_ends: BTreeMap<(usize, &str, usize, usize), Ns> = reference
+        .collectives
+        .iter()
+        .map(|c: &Collective| {
+            let k = &c.key;
+            (
+                (k.step, k.family.as_str(), k.stream_ordinal, k.ordinal),
+                c.end,
+            )
+        })
+        .collect();
+    // (spread of the end differences, |shift|, shift) of every shift whose overlapping
+    // steps all run the same collectives; the least spread wins, then the smaller shift.
+    let mut best: Option<(Ns, i64, i64)> = None;
+    let mut unshifted: Option<Ns> = None;
+    for shift in -MAX_SHIFT..=MAX_SHIFT {
+        let pairs: Vec<(usize, usize)> = (0..mine.len())
+            .filter_map(|i| {
+                let j = usize::try_from(i as i64 + shift).ok()?;
+                (j < theirs.len()).then_some((i, j))
+            })
+            .collect();
+        if pairs.is_empty() || pairs.iter().any(|&(i, j)| mine[i] != theirs[j]) {
+            continue;
+        }
+        let mut diffs: Vec<Ns> = own
+            .collectives
+            .iter()
+            .filter_map(|c| {
+                let k = &c.key;
+                let j = usize::try_from(k.step as i64 + shift).ok()?;
+                let theirs =
+                    their_ends.get(&(j, k.family.as_str(), k.stream_ordinal, k.ordinal))?;
+                Some(c.end - theirs)
+            })
+            .collect();
+        if diffs.is_empty() {
+            continue;
+        }
+        diffs.sort_unstable();
+        // The interquartile range: a clipped edge or one late teardown does not decide.
+        let spread = diffs[diffs.len() * 3 / 4] - diffs[diffs.len() / 4];
+        if shift == 0 {
+            unshifted = Some(spread);
+            continue;
+        }
+        let candidate = (spread, shift.abs(), shift);
+        if best.is_none_or(|b| candidate < b) {
+            best = Some(candidate);
+        }
+    }
+    // Profilers usually start together: a shift must fit clearly better than none (less
+    // than half its spread), so end-time jitter on evenly long steps moves no rank.
+    match (unshifted, best) {
+        (Some(zero), Some((spread, _, shift))) if 2 * spread < zero => Some(shift),
+        (Some(_), _) => Some(0),
+        (None, best) => best.map(|(_, _, shift)| shift),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ranks::digest::{CollectiveKey, Stretch};
+    use crate::report::model::{StageTimeline, Step};
+
+    /// A stage of `lengths.len()` steps (ns each, back to back from `start`), each with
+    /// three all-reduces ending at a third, two thirds and the end of the step.
+    fn stage(start: Ns, lengths: &[Ns], labels: Option<u64>) -> StageDigest {
+        let mut collectives = Vec::new();
+        let mut at = start;
+        let mut steps = Vec::new();
+        for (i, &len) in lengths.iter().enumerate() {
+            steps.push(Step {
+                index: i,
+                label: labels.map_or("step[DECODE bs=8]".to_string(), |first| {
+                    format!("ProfilerStep#{}", first + i as u64)
+                }),
+                ..Step::default()
+            });
+            for ordinal in 0..3 {
+                let end = at + len * (ordinal as Ns + 1) / 3;
+                collectives.push(Collective {
+                    key: CollectiveKey {
+                        step: i,
+                        family: "all_reduce".into(),
+                        stream_ordinal: 0,
+                        ordinal,
+                    },
+                    start: end - 5_000,
+                    end,
+                    before: Stretch::default(),
+                });
+            }
+            at += len;
+        }
+        StageDigest {
+            stage: "decode".into(),
+            timeline: StageTimeline {
+                steps,
+                ..StageTimeline::default()
+            },
+            collectives,
+            outside_steps: 0,
+        }
+    }
+
+    #[test]
+    fn a_rank_that_started_later_is_shifted_by_its_collectives_end_times() {
+        // True steps of uneven length; rank 1 saw them from step 2 on, its clock 3 ms off.
+        let lengths = [310_000, 290_000, 350_000, 305_000, 330_000, 295_000];
+        let reference = stage(1_000_000, &lengths, None);
+        let start_2: Ns = 1_000_000 + lengths[..2].iter().sum::<Ns>();
+        let own = stage(start_2 + 3_000_000, &lengths[2..], None);
+        assert_eq!(step_shift(&reference, &own), (2, Some(Basis::Collectives)));
+        // And the other way round: the reference started later.
+        assert_eq!(step_shift(&own, &reference), (-2, Some(Basis::Collectives)));
+        // Same start: no shift.
+        assert_eq!(
+            step_shift(&reference, &stage(1_000_000 - 4_000_000, &lengths, None)),
+            (0, Some(Basis::Collectives))
+        );
+        // Steps of one length: every shift fits as well as none, so none is taken.
+        let even = [300_000; 6];
+        assert_eq!(
+            step_shift(&stage(0, &even, None), &stage(2_000_000, &even, None)),
+            (0, Some(Basis::Collectives))
+        );
+    }
+
+    #[test]
+    fn step_numbers_decide_where_both_ranks_have_them() {
+        let lengths = [300_000; 5];
+        let reference = stage(0, &lengths, Some(10));
+        let own = stage(0, &lengths[1..], Some(11));
+        assert_eq!(step_shift(&reference, &own), (1, Some(Basis::Numbers)));
+        assert_eq!(step_number("ProfilerStep#7"), Some(7));
+        assert_eq!(step_number("step[DECODE bs=8]"), None);
+    }
+}
