@@ -17,6 +17,7 @@
 # --keep; zcat still times the gzip file, as the machine's yardstick; issue 22: at
 # least 600 MB/s of JSON). The ratio to zcat is what to compare (issue 22: <= 0.6x
 # for 1 GB of gzip); also note user+sys, as other work on the machine moves wall time.
+# --format FMT renders the report as FMT (default json; `html` also prints the page's size).
 #
 # The trace is tiled to SIZE_MB million bytes of JSON (timestamps and every linking id
 # shifted per copy: correlation, External id, Python id/parent id, flow ids; see
@@ -31,11 +32,13 @@ cd "$(dirname "$0")/.."
 
 source_trace=../shared/traces/AMD-AGI__TraceLens__eager_trace.json.gz
 keep=""
+format=json
 plain=false
 while [[ $# -gt 0 && $1 == --* && $1 != --scaling && $1 != --ranks ]]; do
     case $1 in
     --source) source_trace=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --format) format=$2; shift 2 ;;
     --plain) plain=true; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
@@ -93,8 +96,12 @@ bench_size() {
     : > "$work/triage.txt"
     for _ in $(seq "$runs"); do
         timed "$work/zcat.txt" zcat "$gz"
-        timed "$work/triage.txt" "$triage" --framework vllm --input "$input" --format json
+        timed "$work/triage.txt" "$triage" --framework vllm --input "$input" --format "$format"
     done
+    if [[ $format != json ]]; then
+        "$triage" --framework vllm --input "$gz" --format "$format" --output "$work/report.$format"
+        echo "report (--format $format) $(wc -c < "$work/report.$format") bytes" >&2
+    fi
     local zcat_s triage_s rss_kb
     zcat_s=$(cut -d' ' -f1 "$work/zcat.txt" | median)
     triage_s=$(cut -d' ' -f1 "$work/triage.txt" | median)

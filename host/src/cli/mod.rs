@@ -117,6 +117,16 @@ pub struct BundleArgs {
     /// Include the table of contents (the default; the predecessor's spelling).
     #[arg(long, hide = true, overrides_with = "no_toc")]
     pub include_toc: bool,
+    /// Output format: one markdown document, or one self-contained HTML page (JSON
+    /// reports drawn whole, text and markdown reports as written).
+    #[arg(long, value_enum, default_value_t = BundleFormat::Markdown)]
+    pub format: BundleFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BundleFormat {
+    Markdown,
+    Html,
 }
 
 // ---- `diff` ----
@@ -257,6 +267,8 @@ pub enum OutputFormat {
     Markdown,
     Text,
     Json,
+    /// One self-contained HTML page: tables, charts, the JSON embedded (no network).
+    Html,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,9 +1,10 @@
-//! `llm-triage bundle`: saved reports into one markdown document, to stdout or
+//! `llm-triage bundle`: saved reports into one markdown document (or `--format html`
+//! page), to stdout or
 //! `--output` (its parent directories created). Files of the root left out are listed at
 //! the end of the document and counted on stderr.
 
 use crate::bundle::{self, BundleRequest};
-use crate::cli::{BundleArgs, GlobalArgs};
+use crate::cli::{BundleArgs, BundleFormat, GlobalArgs};
 use crate::error::{Result, TriageError};
 use crate::output::{print_stdout, write_text};
 
@@ -14,6 +15,7 @@ pub fn exec(args: &BundleArgs, _global: &GlobalArgs) -> Result<()> {
         title: args.title.clone(),
         include_toc: !args.no_toc,
         generated_at: crate::dates::now_secs(),
+        html: args.format == BundleFormat::Html,
     };
     let bundle = bundle::bundle(&request)?;
     if !bundle.skipped.is_empty() {
@@ -31,8 +33,8 @@ pub fn exec(args: &BundleArgs, _global: &GlobalArgs) -> Result<()> {
                     message: format!("cannot create directory: {e}"),
                 })?;
             }
-            write_text(path, &bundle.markdown)
+            write_text(path, &bundle.document)
         }
-        None => print_stdout(&bundle.markdown),
+        None => print_stdout(&bundle.document),
     }
 }

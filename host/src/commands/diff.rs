@@ -76,6 +76,7 @@ pub fn exec(args: &DiffArgs, global: &GlobalArgs) -> Result<()> {
         OutputFormat::Markdown => Format::Markdown,
         OutputFormat::Text => Format::Text,
         OutputFormat::Json => Format::Json,
+        OutputFormat::Html => Format::Html,
     };
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let text = report::render_diff(&diff, format, report::color_wanted(to_terminal));

@@ -78,6 +78,7 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         OutputFormat::Markdown => Format::Markdown,
         OutputFormat::Text => Format::Text,
         OutputFormat::Json => Format::Json,
+        OutputFormat::Html => Format::Html,
     };
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let options = report::RenderOptions {

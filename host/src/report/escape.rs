@@ -14,6 +14,8 @@
 //! * [`trace`] marks trace text inside a line the view builds; [`markdown_inline`] turns
 //!   the marked parts into code spans and backslash-escapes the rest, and [`plain`] drops
 //!   the marks. So the view says once what is trace text, and each format shows it its way.
+//! * [`html`]: `plain`, then `&`, `<`, `>`, `"` and `'` as character references, for HTML
+//!   text and attribute values; [`html_inline`] turns marked parts into `<code>` elements.
 
 /// The longest table cell shown, in characters; a longer one is cut with `…`. Four times
 /// the longest catalog rationale, and far below the 65,535 a format width can pad.
@@ -132,6 +134,44 @@ fn markdown_text(text: &str) -> String {
     out
 }
 
+/// `text` for HTML element content or a quoted attribute value: [`plain`] (one line,
+/// nothing a terminal acts on), then the five characters HTML acts on as references.
+pub(crate) fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in plain(text).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A view line as HTML: [`trace`]-marked parts as `<code>` elements, everything
+/// [`html`]-escaped, so no trace text becomes markup.
+pub(crate) fn html_inline(line: &str) -> String {
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while let Some(start) = rest.find(OPEN) {
+        out.push_str(&html(&rest[..start]));
+        let after = &rest[start + OPEN.len_utf8()..];
+        let (inside, next) = match after.find(CLOSE) {
+            Some(end) => (&after[..end], &after[end + CLOSE.len_utf8()..]),
+            None => (after, ""),
+        };
+        out.push_str("<code>");
+        out.push_str(&html(inside));
+        out.push_str("</code>");
+        rest = next;
+    }
+    out.push_str(&html(rest));
+    out
+}
+
 fn is_mark(c: char) -> bool {
     c == OPEN || c == CLOSE
 }
@@ -182,6 +222,21 @@ mod tests {
         // A trace cannot forge a mark to leave its code span.
         let forged = trace(&format!("a{CLOSE}<img>"));
         assert_eq!(markdown_inline(&forged), "`a<img>`");
+    }
+
+    #[test]
+    fn html_text_holds_no_markup_and_marked_trace_text_becomes_code() {
+        assert_eq!(
+            html("<img src=x onerror='a'>&\"\u{1b}"),
+            "&lt;img src=x onerror=&#39;a&#39;&gt;&amp;&quot;\\u{1b}"
+        );
+        let line = format!("{} at <b>", trace("f<T>\n</script>"));
+        assert_eq!(
+            html_inline(&line),
+            "<code>f&lt;T&gt;\\n&lt;/script&gt;</code> at &lt;b&gt;"
+        );
+        let forged = trace(&format!("a{CLOSE}<i>"));
+        assert_eq!(html_inline(&forged), "<code>a&lt;i&gt;</code>");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 mod device;
 mod diff;
 pub(crate) mod escape;
+pub(crate) mod html;
 pub(crate) mod json;
 mod layers;
 pub(crate) mod markdown;
@@ -30,6 +31,7 @@ pub enum Format {
     Markdown,
     Text,
     Json,
+    Html,
 }
 
 /// How a report is laid out, beyond its format.
@@ -75,6 +77,10 @@ pub fn render_with(report: &Report, format: Format, options: &RenderOptions) -> 
         }
         .render(report),
         Format::Json => json::Json.render(report),
+        Format::Html => html::Html {
+            min_share_pct: options.min_share_pct,
+        }
+        .render(report),
     }
 }
 
@@ -85,6 +91,7 @@ pub fn render_diff(diff: &DiffReport, format: Format, color: bool) -> String {
         Format::Markdown => markdown::render_view(&diff::diff_view(diff)),
         Format::Text => text::render_view(&diff::diff_view(diff), color),
         Format::Json => json::render_diff(diff),
+        Format::Html => html::diff_page::diff_page(diff, &json::render_diff(diff)),
     }
 }
 

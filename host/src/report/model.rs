@@ -408,6 +408,64 @@ pub struct StageTimeline {
     pub step_stats: StepStats,
     /// What the reader should know: how steps were found, ops outside every step.
     pub notes: Vec<String>,
+    /// One step drawn op by op, for the HTML report's step timeline; absent without
+    /// steps (and from reports saved before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub representative_step: Option<StepTimeline>,
+}
+
+// ---- The representative step (`analyze::timeline::representative`) ----
+
+/// The stage's step of median wall time (the lower median; the first such step of the
+/// stage's first trace), every GPU op of it on its stream's lane and every idle gap with
+/// its cause. Offsets are from the step's `start_us`, exact ns shown in µs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepTimeline {
+    /// The step's index in `timeline.steps`.
+    pub step: usize,
+    /// `steps[step].start_us` (the trace's clock).
+    pub start_us: f64,
+    /// `steps[step].wall_us`.
+    pub wall_us: f64,
+    /// One lane per stream (the op's `stream` arg, else its thread), first op first.
+    pub lanes: Vec<StepLane>,
+    /// The canonical names the ops point to (`StepOp::name`), first seen first, so a
+    /// name repeated by many ops is written once.
+    pub names: Vec<String>,
+    /// The stretches of the step in which no GPU op ran, in time order; their lengths
+    /// sum exactly to the step's idle parts.
+    pub gaps: Vec<StepGap>,
+    /// Ops of the step past the first 1000 (left out to keep the report small).
+    pub ops_left_out: usize,
+}
+
+/// One stream of the representative step.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepLane {
+    /// The stream id (or the thread name when the trace gives no stream).
+    pub stream: String,
+    /// The stream's ops in start order.
+    pub ops: Vec<StepOp>,
+}
+
+/// One GPU op of the representative step.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepOp {
+    /// Start, from the step's `start_us`.
+    pub offset_us: f64,
+    pub dur_us: f64,
+    /// Index into `names`.
+    pub name: usize,
+}
+
+/// One idle stretch of the representative step.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepGap {
+    /// Start, from the step's `start_us`.
+    pub offset_us: f64,
+    pub dur_us: f64,
+    /// The cause holding most of it: `launch`, `sync`, `graph` or `host` (as `Gap::cause`).
+    pub cause: String,
 }
 
 /// Idle time by cause (definitions in `docs/report-labels.md`, "Timeline").
@@ -753,6 +811,20 @@ pub struct LayerRow {
     pub kind: String,
     /// The layer's time is more than 25% away from `median_layer_us`.
     pub outlier: bool,
+    /// The layer's time by role (`catalog/roles.toml`, catalog order, roles with time
+    /// only), summed over the counted steps like `gpu_time_us`, which they sum to
+    /// exactly: the layer x role heatmap of the HTML report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<LayerRole>,
+}
+
+/// One role's part of one layer.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LayerRole {
+    /// A role name, as in `stages[].roles[].role`.
+    pub role: String,
+    /// Exact sum of the `dur` of the layer's kernels with this role.
+    pub gpu_time_us: f64,
 }
 
 /// One role's part of a stage's GPU time (`catalog/roles.toml`).

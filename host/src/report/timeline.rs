@@ -367,6 +367,7 @@ mod tests {
                 outliers: Vec::new(),
             },
             notes: vec!["7 GPU ops were launched outside every step marker".to_string()],
+            representative_step: None,
         });
         sample::report(vec![stage])
     }

@@ -29,6 +29,7 @@ mod fuse_shared_traces;
 mod graph_capture_sites;
 mod graph_mapping;
 mod hostile;
+mod html_report;
 mod layers;
 mod overlap;
 mod perf_identity;

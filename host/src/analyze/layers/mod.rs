@@ -24,7 +24,7 @@ use rustc_hash::FxHashMap;
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::timeline::stage_steps;
 use crate::catalog::{FamilyRules, RoleRules, StepCatalog};
-use crate::report::model::{LayerRow, RoleRow, StageLayers, StageReport};
+use crate::report::model::{LayerRole, LayerRow, RoleRow, StageLayers, StageReport};
 use crate::trace::event::{GpuKind, Sym};
 use crate::trace::model_config::LayerCount;
 use crate::trace::names::canonical_name;
@@ -71,6 +71,8 @@ struct StepLayers {
     epilogue: SumNs,
     graph_replay: SumNs,
     layers: Vec<SumNs>,
+    /// Per layer, its kernel time per role (indexed by the catalog's role order).
+    layer_roles: Vec<Vec<SumNs>>,
     moe: Vec<bool>,
 }
 
@@ -221,6 +223,15 @@ fn add_trace(
             let layer_roles: Vec<&[u16]> = roles[found.start..layers_end]
                 .chunks(found.period)
                 .collect();
+            let role_times = |layer: &[u32], of: &[u16]| {
+                let mut times: Vec<SumNs> = vec![0; role_count];
+                for (&op, &role) in layer.iter().zip(of) {
+                    if let Some(t) = times.get_mut(role as usize) {
+                        *t += dur(op);
+                    }
+                }
+                times
+            };
             acc.steps.push(StepLayers {
                 count: found.count,
                 period: found.period,
@@ -240,6 +251,11 @@ fn add_trace(
                 layers: layers
                     .iter()
                     .map(|layer| layer.iter().map(|&op| dur(op)).sum())
+                    .collect(),
+                layer_roles: layers
+                    .iter()
+                    .zip(&layer_roles)
+                    .map(|(layer, of)| role_times(layer, of))
                     .collect(),
             });
         }
@@ -368,12 +384,17 @@ fn layer_table(acc: &StageAccumulator, options: &LayerInputs<'_>) -> Option<Stag
         .filter(|s| (s.count, s.period) == (count, period))
         .collect();
     let mut per_layer: Vec<SumNs> = vec![0; count];
+    let role_count = options.roles.roles.len();
+    let mut per_layer_role: Vec<Vec<SumNs>> = vec![vec![0; role_count]; count];
     let mut moe = vec![false; count];
     let (mut prologue, mut epilogue, mut graph_replay) = (0, 0, 0);
     for step in &counted {
         for (i, ns) in step.layers.iter().enumerate() {
             per_layer[i] += ns;
             moe[i] |= step.moe[i];
+            for (sum, ns) in per_layer_role[i].iter_mut().zip(&step.layer_roles[i]) {
+                *sum += ns;
+            }
         }
         prologue += step.prologue;
         epilogue += step.epilogue;
@@ -396,6 +417,15 @@ fn layer_table(acc: &StageAccumulator, options: &LayerInputs<'_>) -> Option<Stag
             .to_string(),
             kind: if moe[index] { "moe" } else { "dense" }.to_string(),
             outlier: median > 0.0 && (ns as f64 - median).abs() > OUTLIER_FRACTION * median,
+            roles: per_layer_role[index]
+                .iter()
+                .enumerate()
+                .filter(|&(_, &ns)| ns > 0)
+                .map(|(role, &ns)| LayerRole {
+                    role: options.roles.name(role as u16).to_string(),
+                    gpu_time_us: us(ns),
+                })
+                .collect(),
         })
         .collect();
     let steps_left_out = acc.steps.len() - counted.len() + acc.no_period;

@@ -15,6 +15,7 @@
 
 mod host;
 mod idle;
+mod representative;
 mod stats;
 mod steps;
 #[cfg(test)]
@@ -25,7 +26,9 @@ use rustc_hash::FxHashMap;
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::location::Locator;
 use crate::catalog::{FamilyRules, StepCatalog};
-use crate::report::model::{Gap, GapBin, IdleByCause, StageReport, StageTimeline, Step, StepStats};
+use crate::report::model::{
+    Gap, GapBin, IdleByCause, StageReport, StageTimeline, Step, StepStats, StepTimeline,
+};
 use crate::trace::event::{ns_to_us, GpuKind, Ns, Sym, Trace};
 use crate::trace::link::Linked;
 use crate::trace::names::canonical_name;
@@ -134,6 +137,8 @@ struct TraceStage {
     /// The longest gaps of this trace, with their host activity, longest first.
     top_gaps: Vec<(Ns, Gap)>,
     steps: Vec<StepNs>,
+    /// The step of median wall time, drawn op by op (index into `steps`).
+    representative: Option<StepTimeline>,
     source: String,
     notes: Vec<String>,
 }
@@ -241,6 +246,16 @@ fn stage_of_trace(
         .min_by_key(|o| (o.start, o.op))
         .map_or(0, |o| o.op);
     let (steps, host_windows) = split_steps(&sweep, &found.windows, causes, first_op);
+    let swept = representative::SweptStage {
+        trace,
+        sweep: &sweep,
+        causes,
+        ops,
+        first_op,
+    };
+    let representative = representative::median_step(&steps).and_then(|index| {
+        representative::representative_step(&swept, &steps, &found.windows, index)
+    });
 
     let (span_start, span_end) = sweep.span;
     let mut notes = found.notes;
@@ -292,6 +307,7 @@ fn stage_of_trace(
         bins,
         top_gaps,
         steps,
+        representative,
         source: found.source,
         notes,
     }
@@ -452,7 +468,15 @@ fn merge(parts: Vec<TraceStage>, options: &TimelineOptions<'_>) -> StageTimeline
     let mut steps: Vec<Step> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut sources: Vec<String> = Vec::new();
+    let mut representative_step: Option<StepTimeline> = None;
     for part in parts {
+        // The first trace's representative step, its index shifted past earlier steps.
+        if representative_step.is_none() {
+            representative_step = part.representative.map(|mut r| {
+                r.step += steps.len();
+                r
+            });
+        }
         span += part.span;
         busy += part.busy;
         inside += part.idle_inside;
@@ -511,6 +535,7 @@ fn merge(parts: Vec<TraceStage>, options: &TimelineOptions<'_>) -> StageTimeline
         steps,
         step_stats,
         notes,
+        representative_step,
     }
 }
 

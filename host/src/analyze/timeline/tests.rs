@@ -71,8 +71,8 @@ fn assert_exact(t: &StageTimeline) {
     }
 }
 
-#[test]
-fn eager_steps_split_into_launch_idle_and_the_host_gap_goes_to_the_python_frame() {
+/// Two eager steps with the scheduler's host gap between them.
+fn eager_two_steps() -> TraceFixture {
     let mut b = TraceFixture::new();
     b.annotation("step[DECODE bs=1]", 0, 10_000, false);
     b.annotation("step[DECODE bs=1]", 60_000, 10_000, false);
@@ -84,7 +84,12 @@ fn eager_steps_split_into_launch_idle_and_the_host_gap_goes_to_the_python_frame(
     b.frame("/app/engine/scheduler.py(10): schedule", 6_600, 53_900, 1);
     b.runtime("cudaLaunchKernel", 61_000, 300, 1, 3, None);
     b.kernel("gemm_c", 61_500, 1_000, Some(3), None);
-    let t = timeline_of(&b);
+    b
+}
+
+#[test]
+fn eager_steps_split_into_launch_idle_and_the_host_gap_goes_to_the_python_frame() {
+    let t = timeline_of(&eager_two_steps());
 
     assert_eq!(t.step_source, "step[...] annotations");
     assert_eq!((t.span_us, t.busy_us, t.idle_us), (60.5, 3.0, 57.5));
@@ -352,4 +357,34 @@ fn a_step_that_starts_with_its_first_gpu_op_has_no_such_note() {
         "{:?}",
         t.notes
     );
+}
+
+#[test]
+fn the_representative_step_is_the_median_step_drawn_op_by_op_with_its_gaps_by_cause() {
+    let t = timeline_of(&eager_two_steps());
+    let rep = t
+        .representative_step
+        .as_ref()
+        .expect("a representative step");
+    // Walls 5.5 and 56 µs: the lower median is step 0.
+    assert_eq!((rep.step, rep.start_us, rep.wall_us), (0, 1.0, 5.5));
+    assert_eq!(rep.lanes.len(), 1);
+    assert_eq!(rep.lanes[0].stream, "7");
+    let ops: Vec<(f64, f64, &str)> = rep.lanes[0]
+        .ops
+        .iter()
+        .map(|o| (o.offset_us, o.dur_us, rep.names[o.name].as_str()))
+        .collect();
+    assert_eq!(ops, [(1.0, 1.0, "gemm_a"), (4.5, 1.0, "gemm_b")]);
+    let gaps: Vec<(f64, f64, &str)> = rep
+        .gaps
+        .iter()
+        .map(|g| (g.offset_us, g.dur_us, g.cause.as_str()))
+        .collect();
+    assert_eq!(gaps, [(0.0, 1.0, "launch"), (2.0, 2.5, "launch")]);
+    // The gaps are the step's idle time, exactly.
+    let step = &t.steps[rep.step];
+    let idle = step.launch_idle_us + step.sync_idle_us + step.graph_gap_us + step.host_gap_us;
+    assert_eq!(rep.gaps.iter().map(|g| g.dur_us).sum::<f64>(), idle);
+    assert_eq!(rep.ops_left_out, 0);
 }
