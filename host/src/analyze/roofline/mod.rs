@@ -293,9 +293,15 @@ fn sum_trace(
         let Some(site) = linked.sites.get(i) else {
             continue;
         };
-        let (Some(cpu_op), Some(dims), Some(types)) =
-            (site.cpu_op, site.input_dims, site.input_types)
-        else {
+        // A site aligned from the mapping trace carries the shapes of the mapping run's
+        // step, whose tokens need not be this replay's (a prefill mapping step for a
+        // decode replay gave GEMMs at 35x the peak): such launches take the config's.
+        let shapes = (site.source != SiteSource::Mapping).then_some((
+            site.cpu_op,
+            site.input_dims,
+            site.input_types,
+        ));
+        let Some((Some(cpu_op), Some(dims), Some(types))) = shapes else {
             // No Input Dims: the model config's shapes, where it gives some.
             add_config_cost(row, dur, i, &from_config, &mut used);
             continue;

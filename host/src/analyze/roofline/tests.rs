@@ -252,3 +252,24 @@ fn a_scaled_mm_writes_the_output_dtype_its_cpu_op_records() {
     assert_eq!(rows["fp8_gemm"].bytes, ab + 16 * 1024 * 4);
     assert_eq!(rows["fp8_gemm_2"].bytes, ab + 16 * 1024 * 2);
 }
+
+#[test]
+fn a_site_aligned_from_the_mapping_trace_lends_no_shapes() {
+    // Two launches of one shape; the second's site came from the mapping trace, whose
+    // step need not have had this replay's tokens.
+    let (trace, mut linked) = traced(&[
+        ("gemm_a", "aten::mm", 1, 40_000, Some(MM_DIMS), [64, 2, 1]),
+        ("gemm_a", "aten::mm", 2, 40_000, Some(MM_DIMS), [64, 2, 1]),
+    ]);
+    linked.sites[1].source = SiteSource::Mapping;
+    let roof = roof_of(trace.meta.devices.first(), None);
+    let stages = attach(
+        vec![report_with(&["gemm_a"])],
+        rooflines(&trace, &linked, &roof),
+        &roof,
+    );
+    let gemm = stages[0].kernels[0].roofline.as_ref().unwrap();
+    let per_launch_flops = 2.0 * 64.0 * 8192.0 * 4096.0;
+    assert_eq!(gemm.flops, Some(per_launch_flops));
+    assert_eq!(gemm.shaped_launches, 1);
+}
