@@ -59,6 +59,10 @@ fn assert_rows_add_up(diff: &Value) {
         );
         for row in rows {
             assert_eq!(
+                int(&row["new_ns"]) - int(&row["base_ns"]),
+                int(&row["delta_ns"])
+            );
+            assert_eq!(
                 row["delta_us"].as_f64().unwrap(),
                 int(&row["delta_ns"]) as f64 / 1000.0
             );
