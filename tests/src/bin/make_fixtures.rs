@@ -54,6 +54,17 @@ type WriteFixtures = fn(&Path) -> std::io::Result<Vec<GroundTruth>>;
 
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
+    // An OUT_DIR that looks like a flag (`--matrix` alone, `--ranks --help`) is a slip,
+    // not a directory to create.
+    let flag_as_dir = match args.as_slice() {
+        [one] => one != "--help" && one != "-h" && one.to_string_lossy().starts_with('-'),
+        [_, out] => out.to_string_lossy().starts_with('-'),
+        _ => false,
+    };
+    if flag_as_dir {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    }
     let (out, write): (_, WriteFixtures) = match args.as_slice() {
         [flag] if flag == "--help" || flag == "-h" => {
             println!("{USAGE}\n\n{HELP}");

@@ -1,7 +1,9 @@
 //! Graph-off / graph-on trace pairs for the mapping alignment (issue 17, source c): the
 //! same SGLang decode model traced once with every kernel launched eagerly (the mapping
 //! trace) and once replaying one CUDA or HIP graph per step (the formal trace), whose
-//! nodes are the eager launches with some missing, some extra and some fused or split.
+//! nodes are the eager launches with some missing, some extra and some fused or split;
+//! `cuda-piecewise` replays the same nodes as three graphs per step, one after another
+//! (vLLM's piecewise CUDA graphs), each aligned on its own.
 //!
 //! ```text
 //! DIR/<pair>/graph-off/<id>-TP-0-DECODE.trace.json   the mapping trace (--mapping-input)
@@ -137,18 +139,29 @@ struct PairSpec {
     /// The eager trace's post-attention norm is one fused kernel, the graph's is split
     /// into add + norm (else the other way round).
     eager_fused: bool,
+    /// Graphs each step replays, one after another, each a piece of the nodes (vLLM's
+    /// piecewise graphs: several replays per step); 1 for one whole-step graph.
+    pieces: usize,
 }
 
-const PAIRS: [PairSpec; 2] = [
+const PAIRS: [PairSpec; 3] = [
     PairSpec {
         name: "cuda-fused-in-graph",
         hip: false,
         eager_fused: false,
+        pieces: 1,
     },
     PairSpec {
         name: "hip-split-in-graph",
         hip: true,
         eager_fused: true,
+        pieces: 1,
+    },
+    PairSpec {
+        name: "cuda-piecewise",
+        hip: false,
+        eager_fused: false,
+        pieces: 3,
     },
 ];
 
@@ -173,7 +186,10 @@ pub struct PairTruth {
     pub nodes: Vec<NodeTruth>,
     /// Eager kernels of a step the graph has no node for.
     pub missing: Vec<String>,
+    /// Steps replayed (each replays `graphs` graphs, one per piece of `nodes`).
     pub replays: u64,
+    /// Distinct graphs: the pieces each step's nodes are replayed in.
+    pub graphs: u64,
 }
 
 impl PairTruth {
@@ -194,6 +210,7 @@ impl PairTruth {
             "mapping": self.mapping,
             "formal": self.formal,
             "replays": self.replays,
+            "graphs": self.graphs,
             "missing": self.missing,
             "nodes": self.nodes.iter().map(|n| json!({
                 "kernel": n.kernel,
@@ -416,22 +433,26 @@ fn graph_trace(spec: &PairSpec) -> Vec<crate::Event> {
             1333,
             "replay",
         )));
-        let correlation = host.correlation();
-        let launch_start = host.cpu + 100;
-        host.cpu += 2_000;
-        host.push(
-            launch_start,
-            format!(
-                "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{launch_call}\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"cbid\": 311, \"correlation\": {correlation}}}}}",
-                us(launch_start),
-                us(1_500),
-            ),
-        );
-        let mut gpu = launch_start + 5_000;
-        for (kernel, _, _) in graph_nodes(spec) {
-            let dur = duration(kernel);
-            push_kernel(&mut host, kernel, gpu, dur, launch_start, correlation, None);
-            gpu += dur + 300;
+        let nodes = graph_nodes(spec);
+        let mut gpu = host.cpu + 5_100;
+        for piece in nodes.chunks(nodes.len().div_ceil(spec.pieces)) {
+            let correlation = host.correlation();
+            let launch_start = host.cpu + 100;
+            host.cpu += 2_000;
+            host.push(
+                launch_start,
+                format!(
+                    "{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{launch_call}\", \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"cbid\": 311, \"correlation\": {correlation}}}}}",
+                    us(launch_start),
+                    us(1_500),
+                ),
+            );
+            gpu = gpu.max(launch_start + 5_000);
+            for &(kernel, _, _) in piece {
+                let dur = duration(kernel);
+                push_kernel(&mut host, kernel, gpu, dur, launch_start, correlation, None);
+                gpu += dur + 300;
+            }
         }
         host.close_frame(true);
         for _ in outer_frames() {
@@ -485,6 +506,7 @@ pub fn write_graph_pairs(dir: &Path) -> std::io::Result<Vec<PairTruth>> {
             nodes,
             missing,
             replays: REPLAYS as u64,
+            graphs: spec.pieces as u64,
         };
         let body = serde_json::to_string_pretty(&truth.to_json()).unwrap_or_default();
         std::fs::write(root.join("ground_truth.json"), body + "\n")?;

@@ -169,7 +169,11 @@ fn check_pair(truth: &PairTruth) {
         "{note}"
     );
     assert!(
-        note.contains(&format!("{} replays of 1 graphs", truth.replays)),
+        note.contains(&format!(
+            "{} replays of {} graphs",
+            truth.replays * truth.graphs,
+            truth.graphs
+        )),
         "{note}"
     );
     // The kernel table's note counts only the replays left at the graph launch.
@@ -190,7 +194,7 @@ fn check_pair(truth: &PairTruth) {
 fn every_graph_node_with_an_eager_counterpart_gets_its_launch_site() {
     let dir = tempfile::tempdir().expect("tempdir");
     let truths = write_graph_pairs(dir.path()).expect("pairs written");
-    assert_eq!(truths.len(), 2);
+    assert_eq!(truths.len(), 3);
     for truth in &truths {
         // The truth covers every kind of node.
         for kind in ["exact", "family", "fused", "extra"] {
@@ -213,7 +217,11 @@ fn make_fixtures_writes_the_graph_pairs_with_their_ground_truth() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for pair in ["cuda-fused-in-graph", "hip-split-in-graph"] {
+    for pair in [
+        "cuda-fused-in-graph",
+        "hip-split-in-graph",
+        "cuda-piecewise",
+    ] {
         let root = dir.path().join(pair);
         let truth: Value = serde_json::from_str(
             &std::fs::read_to_string(root.join("ground_truth.json")).expect("truth"),
@@ -223,5 +231,24 @@ fn make_fixtures_writes_the_graph_pairs_with_their_ground_truth() {
         for side in ["graph-off", "graph-on"] {
             assert_eq!(std::fs::read_dir(root.join(side)).expect(side).count(), 1);
         }
+    }
+}
+
+#[test]
+fn make_fixtures_refuses_a_flag_where_the_out_dir_goes_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for args in [&["--graph-pairs", "--help"][..], &["--matrix"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_make-fixtures"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("make-fixtures runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("usage: make-fixtures"));
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{args:?}"
+        );
     }
 }
