@@ -273,6 +273,35 @@ struct Event {
     json: String,
 }
 
+/// A `ph: M` metadata event naming a process (`tid` `None`) or a thread, stamped at
+/// `epoch_ns`, sorted first.
+fn metadata_event(epoch_ns: u64, pid: u64, tid: Option<u64>, what: &str, value: &str) -> Event {
+    let tid = tid.map(|t| format!(", \"tid\": {t}")).unwrap_or_default();
+    let json = format!(
+        "{{\"name\": \"{what}\", \"ph\": \"M\", \"ts\": {ts}, \"pid\": {pid}{tid}, \"args\": {{\"name\": {value}}}}}",
+        ts = us(epoch_ns),
+        value = json_str(value)
+    );
+    Event { ts: 0, json }
+}
+
+/// The metadata an engine-style trace starts with: the CPU process (`process_name`) and
+/// its launching thread, the GPU process and its `stream`.
+fn engine_metadata(epoch_ns: u64, process_name: &str, stream: u64) -> [Event; 4] {
+    [
+        metadata_event(epoch_ns, CPU_PID, None, "process_name", process_name),
+        metadata_event(epoch_ns, CPU_PID, Some(CPU_PID), "thread_name", "python3"),
+        metadata_event(epoch_ns, GPU_PID, None, "process_name", "python3"),
+        metadata_event(
+            epoch_ns,
+            GPU_PID,
+            Some(stream),
+            "thread_name",
+            &format!("stream {stream}"),
+        ),
+    ]
+}
+
 /// The state of one generation: clocks, id counters, the open frames, the output.
 struct Writer<'a> {
     spec: &'a FixtureSpec,

@@ -20,8 +20,8 @@ use crate::names::canonical_name;
 use crate::timeline::hip_layer::hip_ops;
 use crate::timeline::Platform;
 use crate::{
-    events_and_end, frame_name, json_str, us, Engine, Event, Frame, GpuOpEvent, HostTrack, Rng,
-    StageKind, CPU_PID, GPU_PID,
+    engine_metadata, events_and_end, frame_name, json_str, us, Engine, Event, Frame, GpuOpEvent,
+    HostTrack, Rng, StageKind, CPU_PID, GPU_PID,
 };
 
 const STREAM: u64 = 7;
@@ -241,28 +241,8 @@ impl Writer<'_> {
     }
 
     fn metadata(&mut self) {
-        let meta = |pid: u64, tid: Option<u64>, what: &str, value: &str| {
-            let tid = tid.map(|t| format!(", \"tid\": {t}")).unwrap_or_default();
-            format!(
-                "{{\"name\": \"{what}\", \"ph\": \"M\", \"ts\": {ts}, \"pid\": {pid}{tid}, \"args\": {{\"name\": {value}}}}}",
-                ts = us(EPOCH_NS),
-                value = json_str(value)
-            )
-        };
-        let lines = [
-            meta(CPU_PID, None, "process_name", self.profile.process_name),
-            meta(CPU_PID, Some(CPU_PID), "thread_name", "python3"),
-            meta(GPU_PID, None, "process_name", "python3"),
-            meta(
-                GPU_PID,
-                Some(STREAM),
-                "thread_name",
-                &format!("stream {STREAM}"),
-            ),
-        ];
-        for json in lines {
-            self.host.events.push(Event { ts: 0, json });
-        }
+        let events = engine_metadata(EPOCH_NS, self.profile.process_name, STREAM);
+        self.host.events.extend(events);
     }
 
     /// One prefill step: the scheduler's frame after the previous step, the step marker

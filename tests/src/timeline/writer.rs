@@ -15,8 +15,8 @@ use super::truth::{Cause, Delay, FrameTruth, StepTruth, TimelineTruth};
 use super::{CudaApis, HostDelay, Marker, Part, Platform, Scenario, StepPlan};
 use crate::engines::{profile, Issue, Op, Profile, GRAPH_REPLAY, MODULE_CALL};
 use crate::{
-    events_and_end, frame_name, json_str, us, Engine, Event, Frame, GpuOpEvent, HostTrack, Rng,
-    CPU_PID, GPU_PID,
+    engine_metadata, events_and_end, frame_name, json_str, metadata_event, us, Engine, Event,
+    Frame, GpuOpEvent, HostTrack, Rng, CPU_PID, GPU_PID,
 };
 
 const STREAM: u64 = 7;
@@ -150,36 +150,17 @@ impl<'a> Writer<'a> {
     }
 
     fn metadata(&mut self) {
-        let meta = |pid: u64, tid: Option<u64>, what: &str, value: &str| {
-            let tid = tid.map(|t| format!(", \"tid\": {t}")).unwrap_or_default();
-            format!(
-                "{{\"name\": \"{what}\", \"ph\": \"M\", \"ts\": {ts}, \"pid\": {pid}{tid}, \"args\": {{\"name\": {value}}}}}",
-                ts = us(EPOCH_NS),
-                value = json_str(value)
-            )
-        };
-        let lines = [
-            meta(CPU_PID, None, "process_name", self.profile.process_name),
-            meta(CPU_PID, Some(CPU_PID), "thread_name", "python3"),
-            meta(GPU_PID, None, "process_name", "python3"),
-            meta(
-                GPU_PID,
-                Some(STREAM),
-                "thread_name",
-                &format!("stream {STREAM}"),
-            ),
-        ];
-        for json in lines {
-            self.host.events.push(Event { ts: 0, json });
-        }
+        let meta = |pid, tid, what, value: &str| metadata_event(EPOCH_NS, pid, tid, what, value);
+        let events = engine_metadata(EPOCH_NS, self.profile.process_name, STREAM);
+        self.host.events.extend(events);
         if self.scenario.streams > 1 {
             let name = format!("stream {COMM_STREAM}");
-            let json = meta(GPU_PID, Some(COMM_STREAM), "thread_name", &name);
-            self.host.events.push(Event { ts: 0, json });
+            let event = meta(GPU_PID, Some(COMM_STREAM), "thread_name", &name);
+            self.host.events.push(event);
         }
         if self.scenario.background_thread {
-            let json = meta(CPU_PID, Some(BACKGROUND_TID), "thread_name", "python3");
-            self.host.events.push(Event { ts: 0, json });
+            let event = meta(CPU_PID, Some(BACKGROUND_TID), "thread_name", "python3");
+            self.host.events.push(event);
         }
     }
 
