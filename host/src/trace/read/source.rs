@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use super::ahead::{scan_block, Scanned};
 use super::stream::decode_utf8;
@@ -118,6 +119,22 @@ pub(super) struct TextBlocks {
     pub(super) blocks: Receiver<io::Result<Block>>,
     pub(super) spare: SyncSender<String>,
     pub(super) spare_scanned: SyncSender<Vec<Scanned>>,
+    /// Declared last, so dropped after the channels above have closed.
+    _threads: Threads,
+}
+
+/// The threads behind a [`TextBlocks`], joined when it is dropped: by then its channels
+/// are closed, so each ends within a block, and the buffers it holds are freed before the
+/// read returns (a caller that measures what the read trace keeps sees only the trace).
+struct Threads(Vec<JoinHandle<()>>);
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        for thread in self.0.drain(..) {
+            // A thread that panicked has already said so on stderr; its text never came.
+            let _ = thread.join();
+        }
+    }
 }
 
 /// One block of the document's text and, when scanned ahead, the events found in it.
@@ -147,10 +164,11 @@ impl TextBlocks {
         let (tx, blocks) = sync_channel(waiting);
         let (spare, spares) = sync_channel::<String>(BLOCKS_IN_FLIGHT + 2);
         let (spare_scanned, spare_scans) = sync_channel::<Vec<Scanned>>(waiting + 1);
-        if scan_ahead {
+        let threads = if scan_ahead {
             let (text_tx, texts) = sync_channel::<io::Result<Block>>(waiting);
-            std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &text_tx));
-            std::thread::spawn(move || {
+            let reading =
+                std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &text_tx));
+            let scanning = std::thread::spawn(move || {
                 let mut received = 0u64;
                 for message in texts {
                     let message = message.map(|mut b| {
@@ -166,13 +184,17 @@ impl TextBlocks {
                     }
                 }
             });
+            vec![reading, scanning]
         } else {
-            std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &tx));
-        }
+            vec![std::thread::spawn(move || {
+                read_blocks(inner, block, &copied, &spares, &tx)
+            })]
+        };
         TextBlocks {
             blocks,
             spare,
             spare_scanned,
+            _threads: Threads(threads),
         }
     }
 }
