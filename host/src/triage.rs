@@ -399,6 +399,12 @@ pub(crate) fn run_observed(
         }
     }
 
+    // Per-peer all-to-all counts, only where ops carried split sizes (issue 19 point 6).
+    let ep_imbalance =
+        crate::analyze::ep_imbalance::ep_imbalance(&[crate::analyze::ep_imbalance::rank_splits(
+            &staged,
+            request.rank,
+        )]);
     let report = Report {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -425,6 +431,7 @@ pub(crate) fn run_observed(
         ranks: Vec::new(),
         collectives: Vec::new(),
         stragglers: Vec::new(),
+        ep_imbalance,
         device,
     };
     observe(&Observed {
@@ -477,6 +484,7 @@ fn digest_report(
         ranks: Vec::new(),
         collectives: Vec::new(),
         stragglers: Vec::new(),
+        ep_imbalance: None,
         device: None,
     }
 }

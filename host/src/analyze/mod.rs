@@ -1,6 +1,7 @@
 //! The analyses, one module each: (trace, catalog) -> one part of the `Report`.
 
 pub(crate) mod device;
+pub(crate) mod ep_imbalance;
 pub mod fuse;
 pub mod graph;
 pub mod kernels;

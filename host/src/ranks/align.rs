@@ -142,6 +142,7 @@ mod tests {
                 collectives,
                 outside_steps: 0,
             }],
+            splits: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::analyze::ep_imbalance::{rank_splits, RankSplits};
 use crate::analyze::kernels::busiest_gpu_pid;
 use crate::catalog::CollectiveRules;
 use crate::report::model::StageTimeline;
@@ -74,6 +75,8 @@ pub(super) struct RankDigest {
     pub rank: u32,
     pub file: String,
     pub stages: Vec<StageDigest>,
+    /// Its all-to-all ops that carried split sizes (`analyze::ep_imbalance`).
+    pub splits: RankSplits,
 }
 
 /// The digest of one rank's triage.
@@ -119,7 +122,12 @@ pub(super) fn digest(observed: &Observed<'_>, rules: &CollectiveRules, rank: u32
             outside_steps,
         });
     }
-    RankDigest { rank, file, stages }
+    RankDigest {
+        rank,
+        file,
+        stages,
+        splits: rank_splits(observed.staged, Some(rank)),
+    }
 }
 
 /// The collectives of one stage of one trace, keyed, with their stretches; and how many

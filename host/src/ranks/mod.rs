@@ -198,6 +198,9 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
     report.collectives = split::collective_rows(&matched, &splits);
     report.ranks = split::rank_rows(digests, &offsets, &matched, &splits);
     report.stragglers = stragglers::stragglers(&matched, &splits, &rank_ids);
+    // Every rank's all-to-all split sizes, in place of the reference rank's own.
+    let rank_splits: Vec<_> = digests.iter().map(|d| d.splits.clone()).collect();
+    report.ep_imbalance = crate::analyze::ep_imbalance::ep_imbalance(&rank_splits);
     for row in &report.stragglers {
         if let Some(stage) = report
             .ranks

@@ -2,6 +2,7 @@
 //! format sees the same `Report`, so they can differ in layout but never in facts.
 mod device;
 mod diff;
+mod ep;
 pub(crate) mod escape;
 pub(crate) mod html;
 pub(crate) mod json;

@@ -49,6 +49,11 @@ pub struct Report {
     /// collective, when it was at least 5 µs late, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stragglers: Vec<StragglerRow>,
+    /// Where all-to-all ops carry per-peer split sizes (`In split size` / `Out split
+    /// size`): the elements each rank sent and received per peer, and how unevenly
+    /// (`analyze::ep_imbalance`). Absent when no op carries a non-empty split list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ep_imbalance: Option<EpImbalance>,
     /// The GPU the kernels ran on and its peaks (`analyze::device`); absent when the
     /// traces list no device and neither `--device` nor `--device-spec` names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1047,4 +1052,95 @@ pub struct FusionChange {
     /// `started firing` (now `present`), `stopped firing` (was `present`), or
     /// `changed`.
     pub change: String,
+}
+
+/// The EP imbalance section: every all-to-all(-v) op that carried per-peer split sizes,
+/// summed per stage, process group and rank. Counts are the trace's own unit, elements
+/// of the op's dtype (a token row is `hidden size` elements, which the trace does not
+/// give). In `--all-ranks` every rank's ops, else the one rank's own sends and receives.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EpImbalance {
+    /// `elements` or `elements (BFloat16)` when every op names the same dtype.
+    pub unit: String,
+    /// Ops whose split sizes were read.
+    pub ops: usize,
+    /// Ops left out: a split list that is not a list of non-negative integers (or the
+    /// two lists differ in length), a list PyTorch cut short (`, ...]`), one side an
+    /// empty list (an even split whose counts the trace does not give).
+    pub skipped_malformed: usize,
+    pub skipped_truncated: usize,
+    pub skipped_one_sided: usize,
+    /// `--all-ranks`: (sender, receiver) pairs of matched ops (same group and `Seq`,
+    /// else the same place among the group's ops) where the sender's `In split size`
+    /// entry for the receiver was compared with the receiver's `Out split size` entry
+    /// for the sender, and how many differed.
+    pub cross_checked: usize,
+    pub mismatches: usize,
+    /// The first mismatches (at most 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mismatch_examples: Vec<EpMismatch>,
+    pub ranks: Vec<EpRankRow>,
+    pub groups: Vec<EpGroupRow>,
+}
+
+/// One rank's all-to-alls in one process group and stage.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EpRankRow {
+    pub stage: String,
+    /// `Process Group Name` (`""` when the trace has none).
+    pub group: String,
+    /// The recording rank's global rank (`Rank`, else the trace's), null when unknown.
+    pub rank: Option<u32>,
+    /// All-to-all ops summed.
+    pub count: usize,
+    /// Elements sent (`In split size`) and received (`Out split size`), summed.
+    pub sent: u64,
+    pub received: u64,
+    /// Per peer, in group order, the rank itself included.
+    pub peers: Vec<EpPeer>,
+    /// Largest per-peer `sent` over the mean per-peer `sent` (1.0 = even; 0 when nothing
+    /// was sent), and the peer it went to.
+    pub max_over_mean: f64,
+    pub hot_peer: Option<u32>,
+}
+
+/// What one rank sent to and received from one peer.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EpPeer {
+    /// The peer's global rank (`Process Group Ranks`), else its index in the group.
+    pub peer: u32,
+    pub sent: u64,
+    pub received: u64,
+}
+
+/// One process group in one stage: what its members received from the ranks seen.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EpGroupRow {
+    pub stage: String,
+    pub group: String,
+    /// `Process Group Description` (`ep_group`, `default_pg`), when given.
+    pub description: Option<String>,
+    /// Whether `members` are global ranks (`Process Group Ranks`) or group indices.
+    pub members_are_ranks: bool,
+    pub members: Vec<u32>,
+    /// The ranks whose ops were read (one without `--all-ranks`).
+    pub senders: Vec<u32>,
+    /// Per member: elements the senders' `In split size` lists sent it.
+    pub received: Vec<u64>,
+    /// Largest `received` over the mean (1.0 = even), and the member (the hot rank).
+    pub max_over_mean: f64,
+    pub hot_rank: Option<u32>,
+}
+
+/// A sender's count for a receiver that the receiver's own op does not repeat.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct EpMismatch {
+    pub group: String,
+    /// `Seq` when the ops carry it, else the op's place among the group's ops.
+    pub seq: u64,
+    pub from: u32,
+    pub to: u32,
+    /// The sender's `In split size` entry and the receiver's `Out split size` entry.
+    pub sent: u64,
+    pub received: u64,
 }

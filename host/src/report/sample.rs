@@ -87,6 +87,7 @@ pub(super) fn report(stages: Vec<StageReport>) -> Report {
         ranks: Vec::new(),
         collectives: Vec::new(),
         stragglers: Vec::new(),
+        ep_imbalance: None,
         device: None,
     }
 }

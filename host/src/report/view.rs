@@ -173,6 +173,7 @@ pub(super) fn view(report: &Report, min_share_pct: f64) -> View {
         ];
         blocks.extend(super::timeline::timeline_blocks(report));
         blocks.extend(super::ranks::rank_blocks(report));
+        blocks.extend(super::ep::ep_blocks(report));
         blocks.extend(super::roofline::roofline_blocks(report));
         blocks.extend(super::layers::layer_blocks(report));
         blocks

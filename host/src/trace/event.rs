@@ -257,6 +257,34 @@ impl SkipCounts {
     }
 }
 
+/// One op's all-to-all(-v) split sizes and the collective facts PyTorch records beside
+/// them (`record_param_comms` CPU ops; newer PyTorch copies them onto the NCCL kernel).
+/// Every text is as the trace wrote it (a string's characters, other values' compact
+/// JSON): the split lists are parsed by the analysis (`analyze::ep_imbalance`), which
+/// counts a malformed one instead of failing the read.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct SplitSizes {
+    /// A GPU kernel's copy rather than the CPU op.
+    pub on_gpu: bool,
+    pub ts: Ns,
+    pub dur: Ns,
+    pub external_id: Option<u64>,
+    /// Elements sent to each peer of the group (the input tensor's split).
+    pub in_split: Option<Sym>,
+    /// Elements received from each peer (the output tensor's split).
+    pub out_split: Option<Sym>,
+    pub collective: Option<Sym>,
+    pub group: Option<Sym>,
+    pub group_desc: Option<Sym>,
+    /// The group's global ranks, in group order (`[0, 1, 2, 3]`).
+    pub group_ranks: Option<Sym>,
+    pub dtype: Option<Sym>,
+    /// The recording rank's global rank, and the collective's sequence number in its
+    /// group (the same on every rank of the group).
+    pub rank: Option<Sym>,
+    pub seq: Option<Sym>,
+}
+
 /// The most distinct GPU op names one trace keeps. Real serving traces hold a few
 /// thousand; past this a trace is generated or hostile, and every distinct name costs
 /// a kernel row, a family match and a display name downstream, so later names fold into
@@ -277,6 +305,10 @@ pub struct Trace {
     pub cpu_ops: CpuOps,
     pub py_frames: PyFrames,
     pub annotations: Vec<Annotation>,
+    /// The ops (CPU op or kernel) that carry non-empty all-to-all split sizes, with the
+    /// collective facts beside them: a side table, as few ops carry them, so every
+    /// other record stays its size.
+    pub split_sizes: Vec<SplitSizes>,
     /// `process_name` metadata: (pid, name).
     pub process_names: Vec<(Sym, Sym)>,
     /// `thread_name` metadata: (pid, tid, name).

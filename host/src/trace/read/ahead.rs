@@ -119,6 +119,8 @@ impl ScannedEvent {
         let s = Spans { element };
         let args = match &event.args {
             None => None,
+            // A collective's facts: the parser reads the event itself (see `has_comms`).
+            Some(a) if a.has_comms() => return None,
             Some(a) => Some(ScannedArgs {
                 external_id: a.external_id,
                 legacy_external_id: a.legacy_external_id,
@@ -195,6 +197,15 @@ impl ScannedEvent {
                     block: raw(block).ok()?,
                     blocks_per_sm: raw(blocks_per_sm).ok()?,
                     bytes: raw(bytes).ok()?,
+                    in_split: None,
+                    out_split: None,
+                    collective: None,
+                    group: None,
+                    group_desc: None,
+                    group_ranks: None,
+                    dtype: None,
+                    rank: None,
+                    seq: None,
                 })
             }
         };

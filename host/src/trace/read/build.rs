@@ -11,14 +11,14 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::devices::DeviceProperties;
-use super::optional::{array_sym, count, dim3, ratio, string_text};
+use super::optional::{array_sym, compact_json, count, dim3, ratio, string_text};
 use super::raw::{Id, Label, RawArgs, RawEvent, RawText, Text};
 use super::stream::{json_fail, Fail};
 use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
 use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
 use super::EventParser;
 use crate::trace::event::{
-    Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Schema, Sym, Trace,
+    Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Schema, SplitSizes, Sym, Trace,
     FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES,
 };
 
@@ -172,6 +172,7 @@ impl TraceSink {
         trace.cpu_ops.shrink_to_fit();
         trace.py_frames.shrink_to_fit();
         trace.annotations.shrink_to_fit();
+        trace.split_sizes.shrink_to_fit();
         trace
     }
 
@@ -330,6 +331,13 @@ impl TraceSink {
             .trace
             .strings
             .intern(ev.name.as_ref().map(|t| t.0.as_ref()).unwrap_or(""));
+        // Two `Option` tests on every op; the rest only where split sizes are present.
+        let splits = args.filter(|a| a.in_split.is_some() || a.out_split.is_some());
+        if let Some(args) = splits {
+            if matches!(class, Class::CpuOp | Class::Gpu(GpuKind::Kernel)) {
+                self.add_split_sizes(args, class != Class::CpuOp, ts, dur, external_id);
+            }
+        }
         let pid = self.label(ev.pid.as_ref());
         let tid = self.label(ev.tid.as_ref());
         match class {
@@ -472,6 +480,57 @@ impl TraceSink {
             &mut self.scratch,
             &mut trace.lone_surrogate_strings,
         )
+    }
+
+    /// An op's split sizes and collective facts, kept when a split list is not empty
+    /// (`"[]"` on every collective but an all-to-all-v).
+    fn add_split_sizes(
+        &mut self,
+        args: &RawArgs,
+        on_gpu: bool,
+        ts: i64,
+        dur: i64,
+        external_id: Option<u64>,
+    ) {
+        let in_split = self.comms_text(args, |a| a.in_split, "args.In split size");
+        let out_split = self.comms_text(args, |a| a.out_split, "args.Out split size");
+        let empty = |s: Option<Sym>| s.is_none_or(|s| self.trace.name(s).trim() == "[]");
+        if empty(in_split) && empty(out_split) {
+            return;
+        }
+        let split = SplitSizes {
+            on_gpu,
+            ts,
+            dur,
+            external_id,
+            in_split,
+            out_split,
+            collective: self.comms_text(args, |a| a.collective, "args.Collective name"),
+            group: self.comms_text(args, |a| a.group, "args.Process Group Name"),
+            group_desc: self.comms_text(args, |a| a.group_desc, "args.Process Group Description"),
+            group_ranks: self.comms_text(args, |a| a.group_ranks, "args.Process Group Ranks"),
+            dtype: self.comms_text(args, |a| a.dtype, "args.dtype"),
+            rank: self.comms_text(args, |a| a.rank, "args.Rank"),
+            seq: self.comms_text(args, |a| a.seq, "args.Seq"),
+        };
+        self.trace.split_sizes.push(split);
+    }
+
+    /// A collective fact as text: a string's characters, any other value's JSON
+    /// without whitespace.
+    fn comms_text<'e>(
+        &mut self,
+        args: &RawArgs<'e>,
+        value: fn(&RawArgs<'e>) -> Option<RawText<'e>>,
+        field: &'static str,
+    ) -> Option<Sym> {
+        let text = self.optional_text(Some(args), value, field)?;
+        let trace = &mut self.trace;
+        if let Some(chars) = string_text(text, &mut trace.lone_surrogate_strings) {
+            return Some(trace.strings.intern(&chars));
+        }
+        let compact = compact_json(text, &mut self.scratch);
+        Some(trace.strings.intern(compact))
     }
 
     /// A launch call's `kernel`, when it is a string.

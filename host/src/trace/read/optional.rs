@@ -99,7 +99,7 @@ fn repaired<'t>(text: &'t str, lone: &mut u64) -> Cow<'t, str> {
 /// a line per number): `[[1,2880],[2880,25136]]`. Strings are kept as written. Borrows
 /// `text` when it has nothing to remove, else builds in `scratch` (reused: no allocation
 /// per event once it has grown). `text` is valid JSON, so every string is closed.
-fn compact_json<'t>(text: &'t str, scratch: &'t mut String) -> &'t str {
+pub(super) fn compact_json<'t>(text: &'t str, scratch: &'t mut String) -> &'t str {
     let bytes = text.as_bytes();
     let mut run = 0;
     let mut removed = false;

@@ -75,12 +75,53 @@ pub(super) struct RawArgs<'a> {
     /// A memcpy's or memset's byte count.
     #[serde(borrow, default)]
     pub(super) bytes: Option<RawText<'a>>,
+    /// A collective's facts (PyTorch's `ParamCommsUtils` names, on `record_param_comms`
+    /// and, in newer PyTorch, copied onto the NCCL kernel): kept only where the op
+    /// carries non-empty split sizes (`build.rs`), so an all-to-all-v's per-peer counts.
+    #[serde(borrow, default, rename = "In split size")]
+    pub(super) in_split: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Out split size")]
+    pub(super) out_split: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Collective name")]
+    pub(super) collective: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Process Group Name")]
+    pub(super) group: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Process Group Description")]
+    pub(super) group_desc: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Process Group Ranks")]
+    pub(super) group_ranks: Option<RawText<'a>>,
+    #[serde(borrow, default)]
+    pub(super) dtype: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Rank")]
+    pub(super) rank: Option<RawText<'a>>,
+    #[serde(borrow, default, rename = "Seq")]
+    pub(super) seq: Option<RawText<'a>>,
+}
+
+impl RawArgs<'_> {
+    /// Whether any collective fact is present: the scan-ahead thread leaves such (rare)
+    /// events to the parser rather than carry nine more spans for every event.
+    pub(super) fn has_comms(&self) -> bool {
+        [
+            self.in_split,
+            self.out_split,
+            self.collective,
+            self.group,
+            self.group_desc,
+            self.group_ranks,
+            self.dtype,
+            self.rank,
+            self.seq,
+        ]
+        .iter()
+        .any(Option::is_some)
+    }
 }
 
 /// The optional `args` facts, with the name a value past the size limit is counted
 /// under (`SkipCounts::oversized_fields`): the JSON key, and the text's field in
 /// [`RawArgs`].
-pub(super) const OPTIONAL_ARGS: [(&str, &str); 9] = [
+pub(super) const OPTIONAL_ARGS: [(&str, &str); 18] = [
     ("Input Dims", "args.Input Dims"),
     ("Input dims", "args.Input dims"),
     ("Input type", "args.Input type"),
@@ -90,6 +131,18 @@ pub(super) const OPTIONAL_ARGS: [(&str, &str); 9] = [
     ("block", "args.block"),
     ("blocks per SM", "args.blocks per SM"),
     ("bytes", "args.bytes"),
+    ("In split size", "args.In split size"),
+    ("Out split size", "args.Out split size"),
+    ("Collective name", "args.Collective name"),
+    ("Process Group Name", "args.Process Group Name"),
+    (
+        "Process Group Description",
+        "args.Process Group Description",
+    ),
+    ("Process Group Ranks", "args.Process Group Ranks"),
+    ("dtype", "args.dtype"),
+    ("Rank", "args.Rank"),
+    ("Seq", "args.Seq"),
 ];
 
 /// A value's text as written: a number, or a string with its quotes (`ts`, `dur`), or

@@ -164,6 +164,7 @@ impl<'a> Cursor<'a> {
         let mut block = None;
         let mut blocks_per_sm = None;
         let mut bytes = None;
+        let mut comms: [Option<Option<RawText<'a>>>; 9] = [None; 9];
         self.object(|s, key| match key {
             "External id" => set_once(&mut external_id, s.id()?),
             "external id" => set_once(&mut legacy_external_id, s.id()?),
@@ -181,6 +182,15 @@ impl<'a> Cursor<'a> {
             "block" => set_once(&mut block, s.opt(Self::raw_value)?),
             "blocks per SM" => set_once(&mut blocks_per_sm, s.opt(Self::raw_value)?),
             "bytes" => set_once(&mut bytes, s.opt(Self::raw_value)?),
+            "In split size" => set_once(&mut comms[0], s.opt(Self::raw_value)?),
+            "Out split size" => set_once(&mut comms[1], s.opt(Self::raw_value)?),
+            "Collective name" => set_once(&mut comms[2], s.opt(Self::raw_value)?),
+            "Process Group Name" => set_once(&mut comms[3], s.opt(Self::raw_value)?),
+            "Process Group Description" => set_once(&mut comms[4], s.opt(Self::raw_value)?),
+            "Process Group Ranks" => set_once(&mut comms[5], s.opt(Self::raw_value)?),
+            "dtype" => set_once(&mut comms[6], s.opt(Self::raw_value)?),
+            "Rank" => set_once(&mut comms[7], s.opt(Self::raw_value)?),
+            "Seq" => set_once(&mut comms[8], s.opt(Self::raw_value)?),
             _ => s.skip_value(2),
         })?;
         Ok(RawArgs {
@@ -200,6 +210,15 @@ impl<'a> Cursor<'a> {
             block: block.flatten(),
             blocks_per_sm: blocks_per_sm.flatten(),
             bytes: bytes.flatten(),
+            in_split: comms[0].flatten(),
+            out_split: comms[1].flatten(),
+            collective: comms[2].flatten(),
+            group: comms[3].flatten(),
+            group_desc: comms[4].flatten(),
+            group_ranks: comms[5].flatten(),
+            dtype: comms[6].flatten(),
+            rank: comms[7].flatten(),
+            seq: comms[8].flatten(),
         })
     }
 
