@@ -127,7 +127,11 @@ fn write_timeline(out: &Path) -> ExitCode {
 }
 
 fn write_ranks(out: &Path) -> ExitCode {
-    match llm_triage_tests::ranks::write_rank_runs(out) {
+    let runs = llm_triage_tests::ranks::write_rank_runs(out).and_then(|mut tp| {
+        tp.extend(llm_triage_tests::ranks::write_ep_runs(out)?);
+        Ok(tp)
+    });
+    match runs {
         Ok(truths) => {
             for truth in truths {
                 println!(

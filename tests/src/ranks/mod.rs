@@ -14,7 +14,10 @@
 //! and measured duration; per injected lateness, the step, rank, amount, cause and what
 //! a correct analysis names (the kernel, the launch call or the frame's location).
 
+mod ep;
 mod writer;
+
+pub use ep::{ep_runs, EpSpec};
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +75,9 @@ pub struct RankRun {
     /// `start_steps[r]`; empty: every rank saw every step). The reference rank, 0, starts
     /// first, so the report's steps are the run's.
     pub start_steps: Vec<usize>,
+    /// Expert parallelism: each layer's collective is an all-to-all-v with skewed
+    /// per-peer split sizes instead of the all-reduce (`ep.rs`).
+    pub ep: Option<EpSpec>,
 }
 
 /// Arrival and end spread of collectives nobody is late for, at most.
@@ -104,6 +110,7 @@ pub fn rank_runs() -> Vec<RankRun> {
             ],
             seed: 21,
             start_steps: Vec::new(),
+            ep: None,
         },
         RankRun {
             name: "tp4-graph",
@@ -120,6 +127,7 @@ pub fn rank_runs() -> Vec<RankRun> {
             ],
             seed: 41,
             start_steps: Vec::new(),
+            ep: None,
         },
         RankRun {
             name: "tp8-graph",
@@ -137,6 +145,7 @@ pub fn rank_runs() -> Vec<RankRun> {
             ],
             seed: 81,
             start_steps: Vec::new(),
+            ep: None,
         },
         // Ranks 1 and 3 started profiling two steps and one step after the others.
         RankRun {
@@ -153,6 +162,7 @@ pub fn rank_runs() -> Vec<RankRun> {
             ],
             seed: 43,
             start_steps: vec![0, 2, 0, 1],
+            ep: None,
         },
     ]
 }
@@ -169,6 +179,8 @@ pub struct RankTruth {
     /// Every all-reduce of the run; rank r's trace holds those from its first step on.
     pub collectives: Vec<CollectiveTruth>,
     pub stragglers: Vec<StragglerTruth>,
+    /// An EP run's split sizes as a correct report sums them (`ep.rs`); null otherwise.
+    pub ep: Value,
 }
 
 /// One all-reduce on every rank.
@@ -225,6 +237,7 @@ impl RankTruth {
                 "cause": s.cause.as_str(),
                 "detail": s.detail,
             })).collect::<Vec<_>>(),
+            "ep": self.ep,
         })
     }
 }
@@ -243,6 +256,14 @@ pub fn write_run(dir: &Path, run: &RankRun) -> std::io::Result<RankTruth> {
     let body = serde_json::to_string_pretty(&truth.to_json()).map_err(std::io::Error::other)?;
     std::fs::write(dir.join(TRUTH_FILE), body + "\n")?;
     Ok(truth)
+}
+
+/// Writes every run of [`ep_runs`] as `dir/<run name>/…`.
+pub fn write_ep_runs(dir: &Path) -> std::io::Result<Vec<RankTruth>> {
+    ep_runs()
+        .iter()
+        .map(|r| write_run(&dir.join(r.name), r))
+        .collect()
 }
 
 /// Writes every run of [`rank_runs`] as `dir/<run name>/…`.

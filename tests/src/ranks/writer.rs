@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::ep::{comms_args, ALL_TO_ALL_RAW};
 use super::{Cause, CollectiveTruth, RankRun, RankTruth, StragglerTruth, END_JITTER_NS};
 use crate::engines::{profile, Profile, GRAPH_REPLAY};
 use crate::{
@@ -150,6 +151,7 @@ pub(super) fn write(run: &RankRun, dir: &Path) -> (Vec<String>, RankTruth) {
             },
         });
     }
+    truth.ep = super::ep::truth(run);
     let texts = ranks
         .iter()
         .zip(&truth.files)
@@ -239,13 +241,25 @@ fn host_step(
             }
         }
     } else {
-        for _ in 0..run.layers {
-            for (raw, cpu_op) in [
+        // An EP run's collective is PyTorch's all-to-all-v record with its split sizes.
+        let collective = match run.ep {
+            Some(_) => (ALL_TO_ALL_RAW, "record_param_comms"),
+            None => (NCCL_AR_RAW, "c10d::allreduce_"),
+        };
+        for layer in 0..run.layers {
+            for (i, (raw, cpu_op)) in [
                 (NORM_RAW, "sgl_kernel::fused_add_rmsnorm"),
                 (GEMM, "aten::mm"),
-                (NCCL_AR_RAW, "c10d::allreduce_"),
-            ] {
-                ops.push(eager_launch(rank, raw, cpu_op));
+                collective,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let extra = match i {
+                    2 => comms_args(run, step, layer, r),
+                    _ => String::new(),
+                };
+                ops.push(eager_launch(rank, raw, cpu_op, &extra));
             }
         }
     }
@@ -270,7 +284,8 @@ fn host_step(
 /// One eager kernel: the CPU op and its `cudaLaunchKernel`, 2 µs in all, so a step's
 /// launches are all issued before its first all-reduce ends (a late host then delays
 /// only the collective it was injected before).
-fn eager_launch(rank: &mut Rank, raw: &'static str, cpu_op: &str) -> Launched {
+/// `extra`: more args for the CPU op, after a comma (a collective's facts).
+fn eager_launch(rank: &mut Rank, raw: &'static str, cpu_op: &str, extra: &str) -> Launched {
     let external = rank.host.external();
     let correlation = rank.host.correlation();
     let op_start = rank.host.cpu;
@@ -279,7 +294,7 @@ fn eager_launch(rank: &mut Rank, raw: &'static str, cpu_op: &str) -> Launched {
     rank.host.push(
         op_start,
         format!(
-            "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"Record function id\": 0}}}}",
+            "{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": {}, \"pid\": {CPU_PID}, \"tid\": {CPU_PID}, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {external}, \"Record function id\": 0{extra}}}}}",
             json_str(cpu_op),
             us(op_start),
             us(rank.host.cpu - op_start)
@@ -342,7 +357,9 @@ fn gpu_step(
         for (r, rank) in ranks.iter_mut().enumerate() {
             let end = last + transfer_ns + rng.between((0, END_JITTER_NS / 2));
             let dur = end - arrivals[r];
-            gpu_op(rank, &launched[r][layer * 3 + 2], arrivals[r], dur);
+            // Newer PyTorch copies the collective's facts onto its kernel.
+            let comms = comms_args(run, step, layer, r as u32);
+            gpu_op_with(rank, &launched[r][layer * 3 + 2], arrivals[r], dur, &comms);
             durations.push(dur);
         }
         truth.collectives.push(CollectiveTruth {
@@ -357,13 +374,18 @@ fn gpu_step(
 
 /// Writes one kernel (true `start`) on `rank`'s clock; returns its true end.
 fn gpu_op(rank: &mut Rank, op: &Launched, start: u64, dur: u64) -> u64 {
+    gpu_op_with(rank, op, start, dur, "")
+}
+
+/// [`gpu_op`] with `extra` args after a comma.
+fn gpu_op_with(rank: &mut Rank, op: &Launched, start: u64, dur: u64, extra: &str) -> u64 {
     let external = op
         .external
         .map(|e| format!("\"External id\": {e}, "))
         .unwrap_or_default();
     let correlation = op.correlation;
     let args = format!(
-        "{external}\"device\": 0, \"stream\": {STREAM}, \"correlation\": {correlation}, \"registers per thread\": 128, \"shared memory\": 49152, \"grid\": [132, 1, 1], \"block\": [384, 1, 1]"
+        "{external}\"device\": 0, \"stream\": {STREAM}, \"correlation\": {correlation}, \"registers per thread\": 128, \"shared memory\": 49152, \"grid\": [132, 1, 1], \"block\": [384, 1, 1]{extra}"
     );
     let start_clock = rank.clock(start);
     rank.host.push_gpu_op(&GpuOpEvent {

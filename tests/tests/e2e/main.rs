@@ -24,6 +24,7 @@ mod device;
 mod diff;
 mod display_names;
 mod engine_fixtures;
+mod ep_imbalance;
 mod faults;
 mod fuse_shared_traces;
 mod graph_capture_sites;
