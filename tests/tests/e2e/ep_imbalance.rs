@@ -212,6 +212,6 @@ fn runs_without_split_sizes_have_no_section() {
     }
     // PyTorch's own record_param_comms ops, every split list "[]".
     let hta = shared_trace("facebookresearch__HolisticTraceAnalysis__nccl_data.json.gz");
-    let report = triage_json(&["--input", &hta.display().to_string()]);
+    let report = triage_json(&["--input", &hta.display().to_string(), "--framework", "vllm"]);
     assert!(report.get("ep_imbalance").is_none());
 }
