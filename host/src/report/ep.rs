@@ -4,6 +4,8 @@
 //! summary, and what was skipped or failed the cross-check as notes. No block at all
 //! when no op carried split sizes, so other reports read as before.
 
+use std::fmt::Write as _;
+
 use super::escape::trace;
 use super::model::{EpGroupRow, EpImbalance, EpRankRow, Report};
 use super::view::{placeholder_table, Align, Block, Row, Section, Table};
@@ -148,7 +150,8 @@ fn run_notes(ep: &EpImbalance) -> Vec<String> {
             ep.mismatches, ep.cross_checked
         );
         if let Some(m) = ep.mismatch_examples.first() {
-            note.push_str(&format!(
+            let _ = write!(
+                note,
                 "; first: group {} #{}, rank {} sent {} to rank {}, which received {}",
                 trace(&m.group),
                 m.seq,
@@ -156,7 +159,7 @@ fn run_notes(ep: &EpImbalance) -> Vec<String> {
                 m.sent,
                 m.to,
                 m.received
-            ));
+            );
         }
         notes.push(note);
     }
