@@ -142,6 +142,8 @@ mod tests {
                 collectives,
                 outside_steps: 0,
             }],
+            read_notes: Vec::new(),
+            skipped: 0,
         }
     }
 

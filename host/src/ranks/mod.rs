@@ -245,6 +245,17 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
                 .to_string(),
         );
     }
+    // The reference rank's read notes are its report's own; the others' would be lost
+    // with their reports.
+    for digest in digests.iter().skip(1) {
+        let rank = digest.rank;
+        notes.extend(
+            digest
+                .read_notes
+                .iter()
+                .map(|n| format!("rank {rank}: {n}")),
+        );
+    }
 }
 
 /// How many ranks are triaged at once, chosen for throughput: enough ranks that their

@@ -135,6 +135,8 @@ pub(super) fn rank_rows(
                     }
                 })
                 .collect(),
+            skipped: digest.skipped,
+            notes: digest.read_notes.clone(),
         })
         .collect()
 }
