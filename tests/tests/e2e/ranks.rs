@@ -6,10 +6,15 @@
 //! the late launch or the Python frame), and nothing else is. The same from several
 //! `--input` files, one per rank (by name or by `distributedInfo` rank), in any order;
 //! a file whose rank cannot be told or two files of one rank are refused, naming the
-//! file. Also that `--rank all` is the same flag, and the single-rank report carries none
-//! of these sections.
+//! file. Ranks whose profilers started on other steps are re-aligned by their markers'
+//! step numbers where those rise every step (vLLM-style summed contexts), else by their
+//! collectives. What a non-reference rank's reader skipped is reported, naming its file.
+//! Also that `--rank all` is the same flag, and the single-rank report carries none of
+//! these sections.
 
-use llm_triage_tests::ranks::{write_rank_runs, RankTruth};
+use llm_triage_tests::ranks::{
+    rank_runs, spoil_events, write_rank_runs, write_run, RankTruth, Spoiled, StepLabels,
+};
 use serde_json::Value;
 
 use crate::util::{llm_triage, raw_events, triage_json, us_to_ns};
@@ -57,12 +62,19 @@ fn check_report(truth: &RankTruth, report: &Value) {
         .filter_map(Value::as_str)
         .filter(|n| n.contains("steps shifted by"))
         .collect();
+    // Markers whose number rises every step decide the shift; plain ones leave it to
+    // the collectives.
+    let basis = match truth.step_labels {
+        StepLabels::Plain => "matched by the sequence and end times of their collectives",
+        StepLabels::ContextSums => "matched by their markers' step numbers",
+    };
     let mut want_notes = 0;
     for (r, first) in truth.first_steps.iter().enumerate() {
         let shift = *first as i64 - truth.first_steps[0] as i64;
         if shift != 0 {
             want_notes += 1;
-            let says = format!("rank {r}'s decode steps shifted by {shift:+}");
+            let steps = if shift.abs() == 1 { "step" } else { "steps" };
+            let says = format!("rank {r}'s decode steps shifted by {shift:+} {steps} onto rank 0's (its profiler started on another step; {basis})");
             assert!(
                 notes.iter().any(|n| n.contains(&says)),
                 "{dir}: {says}: {notes:?}"
@@ -324,4 +336,58 @@ fn an_input_file_of_no_known_rank_or_of_a_rank_given_twice_is_refused_naming_it(
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--all-ranks"));
+}
+
+#[test]
+fn a_non_reference_ranks_skipped_events_are_reported_naming_its_file_and_the_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = rank_runs().remove(1);
+    let truth = write_run(&dir.path().join(run.name), &run).unwrap();
+    let spoiled = Spoiled {
+        malformed: 3,
+        bad_time: 2,
+    };
+    spoil_events(&truth.files[2], spoiled).unwrap();
+    let input = truth.dir.display().to_string();
+    let report = triage_json(&["--input", &input, "--all-ranks"]);
+    // The skipped events change nothing else.
+    check_report(&truth, &report);
+    let file = truth.files[2].file_name().unwrap().to_string_lossy();
+    let read_note = format!(
+        "{file}: skipped 5 events (3 malformed, 2 with a missing, negative or NaN time, 0 GPU events of zero duration)"
+    );
+    for (r, row) in report["ranks"].as_array().unwrap().iter().enumerate() {
+        let (skipped, notes) = match r {
+            2 => (spoiled.total(), vec![read_note.clone()]),
+            _ => (0, Vec::new()),
+        };
+        assert_eq!(row["skipped"], skipped, "rank {r}: {row}");
+        assert_eq!(row["notes"], serde_json::json!(notes), "rank {r}");
+    }
+    let rank_note = format!("rank 2: {read_note}");
+    let run_notes: Vec<&str> = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|n| n.contains(".trace.json.gz: "))
+        .collect();
+    // Once, and no note about another rank's file.
+    assert_eq!(run_notes, [rank_note.as_str()], "{:?}", report["notes"]);
+    // The markdown says it too: the note, and the rank table's last column.
+    let out = llm_triage()
+        .args(["--input", &input, "--all-ranks"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&rank_note), "{text}");
+    let skipped_cells: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("## Ranks"))
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| Rank") && !l.starts_with("| -"))
+        .take(4)
+        .map(|l| l.trim_end_matches(" |").rsplit(" | ").next().unwrap())
+        .collect();
+    assert_eq!(skipped_cells, ["0", "0", "5", "0"], "{text}");
 }
