@@ -40,6 +40,30 @@ fn collective_ns(path: &std::path::Path) -> i64 {
 fn check_run(truth: &RankTruth) {
     let dir = truth.dir.display().to_string();
     check_report(truth, &triage_json(&["--input", &dir, "--all-ranks"]));
+    // The stage summary names the ranks late most often, most steps first.
+    let mut late: Vec<(u32, usize)> = Vec::new();
+    for s in &truth.stragglers {
+        match late.iter_mut().find(|(r, _)| *r == s.rank) {
+            Some(entry) => entry.1 += 1,
+            None => late.push((s.rank, 1)),
+        }
+    }
+    late.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let named: Vec<String> = late
+        .iter()
+        .map(|(r, n)| format!("rank {r} ({n} step{})", if *n == 1 { "" } else { "s" }))
+        .collect();
+    let summary = format!(
+        "Ranks late most often: {}; {} steps with a straggler",
+        named.join(", "),
+        truth.stragglers.len()
+    );
+    let out = llm_triage()
+        .args(["--input", &dir, "--all-ranks"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&summary), "{dir}: {summary}\n{text}");
 }
 
 /// The ranks, collectives and stragglers of `report` against the run's ground truth.
@@ -121,9 +145,83 @@ fn check_report(truth: &RankTruth, report: &Value) {
         assert!(stage["step_p50_us"].as_f64().unwrap() > 0.0);
         assert!(stage["busy_us"].as_f64().unwrap() > 0.0);
     }
+    // The JSON shape, every field of it.
+    for row in ranks {
+        for key in [
+            "rank",
+            "file",
+            "clock_offset_us",
+            "stages",
+            "skipped",
+            "notes",
+        ] {
+            assert!(row.get(key).is_some(), "ranks[].{key}: {row}");
+        }
+        for key in [
+            "stage",
+            "busy_us",
+            "idle_us",
+            "comm_us",
+            "wait_us",
+            "step_p50_us",
+            "step_p90_us",
+        ] {
+            assert!(row["stages"][0].get(key).is_some(), "stages[].{key}: {row}");
+        }
+        let stage = &row["stages"][0];
+        assert!(stage["step_p90_us"].as_f64() >= stage["step_p50_us"].as_f64());
+        assert!(stage["idle_us"].as_f64().unwrap() >= 0.0);
+    }
+    // Under the reference rank's kernel table its communication share is split: its
+    // matched collectives' wait (checked exact above) and transfer, as shares of the
+    // stage's GPU time.
+    let (comm0, wait0) = (
+        ns(&ranks[0]["stages"][0]["comm_us"]),
+        ns(&ranks[0]["stages"][0]["wait_us"]),
+    );
+    let gpu_us = report["stages"][0]["total_gpu_time_us"].as_f64().unwrap();
+    let share = |ns: i64| 100.0 * ns as f64 / 1000.0 / gpu_us;
+    let split = format!(
+        "all ranks: collectives matched on every rank {:.3} ms ({:.1}% of GPU time): waiting for other ranks {:.3} ms ({:.1}%), transfer {:.3} ms ({:.1}%)",
+        comm0 as f64 / 1e6,
+        share(comm0),
+        wait0 as f64 / 1e6,
+        share(wait0),
+        (comm0 - wait0) as f64 / 1e6,
+        share(comm0 - wait0)
+    );
+    assert_eq!(
+        report["stages"][0]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n.as_str().unwrap().starts_with("all ranks: "))
+            .collect::<Vec<_>>(),
+        [&Value::String(split)],
+        "{dir}"
+    );
     let collectives = report["collectives"].as_array().expect("collectives[]");
     assert_eq!(collectives.len(), 1, "{dir}: {collectives:?}");
     let row = &collectives[0];
+    for key in [
+        "stage",
+        "family",
+        "count",
+        "transfer_us",
+        "wait_us",
+        "skew_p50_us",
+        "skew_p90_us",
+        "skew_max_us",
+    ] {
+        assert!(row.get(key).is_some(), "collectives[].{key}: {row}");
+    }
+    assert_eq!(row["stage"], "decode");
+    // Most collectives nobody is late for: their skew is jitter.
+    assert!(ns(&row["skew_p50_us"]) <= 2_000, "{row}");
+    assert!(
+        row["skew_p90_us"].as_f64() <= row["skew_max_us"].as_f64(),
+        "{row}"
+    );
     assert_eq!(row["family"], "all_reduce");
     assert_eq!(row["count"], matched.len() as u64);
     assert_eq!(
