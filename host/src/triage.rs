@@ -800,8 +800,8 @@ fn stage_trace(
     }
 }
 
-/// Events the reader skipped, said out loud.
-fn read_notes(traces: &[Trace]) -> Vec<String> {
+/// Events the reader skipped, said out loud (also each rank's, `ranks::digest`).
+pub(crate) fn read_notes<'a>(traces: impl IntoIterator<Item = &'a Trace>) -> Vec<String> {
     let mut notes = Vec::new();
     for trace in traces {
         if trace.lone_surrogate_strings > 0 {

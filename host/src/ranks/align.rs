@@ -143,6 +143,8 @@ mod tests {
                 outside_steps: 0,
             }],
             splits: Default::default(),
+            read_notes: Vec::new(),
+            skipped: 0,
         }
     }
 

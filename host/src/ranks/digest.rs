@@ -1,6 +1,7 @@
 //! One rank, digested while its traces are still in memory: per stage, the numbers of
 //! its own timeline, and every collective kernel (`catalog/collectives.toml`) with its
-//! place in the step and what the rank did since its previous collective. The traces are
+//! place in the step and what the rank did since its previous collective; and what its
+//! reader skipped (its read notes), so no rank's skipped events go unreported. The traces are
 //! dropped after this, so several ranks never have to be held at once.
 //!
 //! A collective's key is (step, family, stream ordinal, ordinal): the step from the
@@ -18,7 +19,7 @@ use crate::report::model::StageTimeline;
 use crate::trace::event::{GpuKind, Ns, Sym, Trace};
 use crate::trace::names::canonical_name;
 use crate::trace::stage::Stage;
-use crate::triage::Observed;
+use crate::triage::{read_notes, Observed};
 
 /// A collective's place, the same on every rank that ran it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -77,6 +78,10 @@ pub(super) struct RankDigest {
     pub stages: Vec<StageDigest>,
     /// Its all-to-all ops that carried split sizes (`analyze::ep_imbalance`).
     pub splits: RankSplits,
+    /// What its reader skipped or repaired, one note per file (as a one-rank report
+    /// words them), and the events it skipped in all its files.
+    pub read_notes: Vec<String>,
+    pub skipped: u64,
 }
 
 /// The digest of one rank's triage.
@@ -122,11 +127,14 @@ pub(super) fn digest(observed: &Observed<'_>, rules: &CollectiveRules, rank: u32
             outside_steps,
         });
     }
+    let traces = observed.staged.iter().map(|s| s.trace);
     RankDigest {
         rank,
         file,
         stages,
         splits: rank_splits(observed.staged, Some(rank)),
+        read_notes: read_notes(traces.clone()),
+        skipped: traces.map(|t| t.skipped.total()).sum(),
     }
 }
 

@@ -5,7 +5,8 @@
 //! ranks of the input --workers--> per rank: triage (its own Report) + digest, traces dropped
 //!   digests --align::match_collectives--> collectives every rank ran (same key)
 //!           --align::clock_offsets------> each rank's clock against the reference rank
-//!           --split--------------------> transfer vs wait, start skew; rank and family rows
+//!           --split--------------------> transfer vs wait, start skew; rank and family rows,
+//!                                        the reference's communication shares split
 //!           --stragglers---------------> per step the last rank to arrive, and why
 //! ```
 //!
@@ -196,6 +197,7 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
     let splits: Vec<split::Split> = matched.iter().map(|m| split::split(m, &offsets)).collect();
     let rank_ids: Vec<u32> = digests.iter().map(|d| d.rank).collect();
     report.collectives = split::collective_rows(&matched, &splits);
+    split::split_communication_shares(&mut report.stages, &matched, &splits);
     report.ranks = split::rank_rows(digests, &offsets, &matched, &splits);
     report.stragglers = stragglers::stragglers(&matched, &splits, &rank_ids);
     // Every rank's all-to-all split sizes, in place of the reference rank's own.
@@ -246,6 +248,17 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
         notes.push(
             "all ranks: no collective ran on every rank, so no clock offset could be estimated (offsets shown as 0)"
                 .to_string(),
+        );
+    }
+    // The reference rank's read notes are its report's own; the others' would be lost
+    // with their reports.
+    for digest in digests.iter().skip(1) {
+        let rank = digest.rank;
+        notes.extend(
+            digest
+                .read_notes
+                .iter()
+                .map(|n| format!("rank {rank}: {n}")),
         );
     }
 }

@@ -5,7 +5,7 @@
 
 use super::align::Matched;
 use super::digest::RankDigest;
-use crate::report::model::{CollectiveRow, RankRow, RankStage};
+use crate::report::model::{CollectiveRow, RankRow, RankStage, StageReport};
 use crate::trace::event::{ns_to_us, Ns};
 
 /// One matched collective, split.
@@ -135,8 +135,44 @@ pub(super) fn rank_rows(
                     }
                 })
                 .collect(),
+            skipped: digest.skipped,
+            notes: digest.read_notes.clone(),
         })
         .collect()
+}
+
+/// The reference rank's kernel tables show communication as one share of GPU time; with
+/// every rank read, a note under each stage's table splits its matched collectives into
+/// the time spent waiting for other ranks and the transfer, as shares of the same GPU
+/// time (the table's denominator).
+pub(super) fn split_communication_shares(
+    stages: &mut [StageReport],
+    matched: &[Matched<'_>],
+    splits: &[Split],
+) {
+    for stage in stages {
+        let (comm, wait) = matched
+            .iter()
+            .zip(splits)
+            .filter(|(m, _)| m.stage == stage.stage)
+            .fold((0, 0), |(c, w), (_, s)| {
+                (c + s.durations[0], w + s.waits[0])
+            });
+        if comm == 0 || stage.total_gpu_time_us <= 0.0 {
+            continue;
+        }
+        let share = |ns: Ns| 100.0 * ns_to_us(ns) / stage.total_gpu_time_us;
+        let ms = |ns: Ns| ns_to_us(ns) / 1000.0;
+        stage.notes.push(format!(
+            "all ranks: collectives matched on every rank {:.3} ms ({:.1}% of GPU time): waiting for other ranks {:.3} ms ({:.1}%), transfer {:.3} ms ({:.1}%)",
+            ms(comm),
+            share(comm),
+            ms(wait),
+            share(wait),
+            ms(comm - wait),
+            share(comm - wait)
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -599,6 +599,15 @@ pub struct RankRow {
     /// Matched collectives this offset was estimated from.
     pub offset_samples: usize,
     pub stages: Vec<RankStage>,
+    /// Events this rank's reader skipped (malformed, bad times, zero-duration GPU ops,
+    /// oversized values), in all its files: `notes` says which and where.
+    #[serde(default)]
+    pub skipped: u64,
+    /// This rank's read notes, as a one-rank report of it words them (`FILE: skipped N
+    /// events (…)`, repaired strings, left-out values); empty when it read cleanly. The
+    /// run's `notes` carry them too, other ranks' prefixed `rank N: `.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// One stage of one rank.

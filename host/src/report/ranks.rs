@@ -1,6 +1,7 @@
 //! The all-ranks part of the view, shared by markdown and text: "Ranks" (per stage, a
 //! row per rank: clock offset, busy, idle, exposed communication, collective time and
-//! its wait, step wall times, steps late), "Collective wait" (per stage and collective
+//! its wait, step wall times, steps late, the events its reader skipped in all its
+//! files, which the run's notes detail), "Collective wait" (per stage and collective
 //! family: transfer vs wait and start skew) and "Stragglers" (per step the last rank to
 //! arrive, how late, why). No block at all without `--all-ranks`, so other reports read
 //! as before.
@@ -20,8 +21,10 @@ const RANK_HEADER: &[&str] = &[
     "Step p50",
     "Step p90",
     "Steps late",
+    "Events skipped",
 ];
 const RANK_ALIGN: &[Align] = &[
+    Align::Right,
     Align::Right,
     Align::Right,
     Align::Right,
@@ -201,6 +204,7 @@ fn rank_row(rank: &RankRow, stage: &RankStage) -> Row {
             vec![ms(stage.step_p50_us)],
             vec![ms(stage.step_p90_us)],
             vec![stage.late_steps.to_string()],
+            vec![rank.skipped.to_string()],
         ],
         share_pct: None,
     }

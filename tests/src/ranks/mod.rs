@@ -15,9 +15,11 @@
 //! a correct analysis names (the kernel, the launch call or the frame's location).
 
 mod ep;
+mod spoiled;
 mod writer;
 
 pub use ep::{ep_runs, EpSpec};
+pub use spoiled::{spoil_events, Spoiled};
 
 use std::path::{Path, PathBuf};
 
@@ -167,6 +169,48 @@ pub fn rank_runs() -> Vec<RankRun> {
     ]
 }
 
+/// How a run's step markers are labelled.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum StepLabels {
+    /// The engine's own `step[DECODE bs=8]`: nothing in it tells one step from the next,
+    /// so ranks whose profilers started on other steps are re-aligned by their
+    /// collectives.
+    #[default]
+    Plain,
+    /// vLLM-style `execute_8_context_0(…)_generation_8(sq8sk<ctx>sqsq8sqsk<ctx>)`, no
+    /// `ProfilerStep#N`: the summed context `<ctx>` grows by the batch every step and is
+    /// the same on every rank in one step, so it numbers the steps across ranks.
+    ContextSums,
+}
+
+/// The run whose step markers carry a number that rises every step (and no
+/// `ProfilerStep#N`), its ranks' profilers started on three different steps.
+pub fn numbered_step_run() -> RankRun {
+    let late = |step, ordinal, rank, us: u64, cause| Lateness {
+        step,
+        ordinal,
+        rank,
+        ns: us * 1000,
+        cause,
+    };
+    RankRun {
+        name: "tp4-late-start-numbered",
+        ranks: 4,
+        steps: 9,
+        layers: 3,
+        graph_replay: false,
+        offsets_ns: vec![-1_700_000, 3_300_000, -4_950_000, 600_000],
+        lateness: vec![
+            late(3, 2, 2, 45, Cause::SlowGemm),
+            late(5, 0, 1, 70, Cause::Python),
+            late(7, 0, 3, 60, Cause::LaunchGap),
+        ],
+        seed: 47,
+        start_steps: vec![0, 3, 1, 0],
+        ep: None,
+    }
+}
+
 /// What one run's traces hold, as `ground_truth.json` records it.
 #[derive(Clone, Debug, Default)]
 pub struct RankTruth {
@@ -181,6 +225,8 @@ pub struct RankTruth {
     pub stragglers: Vec<StragglerTruth>,
     /// An EP run's split sizes as a correct report sums them (`ep.rs`); null otherwise.
     pub ep: Value,
+    /// How the steps are labelled (so what a correct report re-aligns them by).
+    pub step_labels: StepLabels,
 }
 
 /// One all-reduce on every rank.
@@ -222,6 +268,10 @@ impl RankTruth {
                 "clock_offset_ns": o,
                 "first_step": self.first_steps.get(r).copied().unwrap_or(0),
             })).collect::<Vec<_>>(),
+            "step_labels": match self.step_labels {
+                StepLabels::Plain => "plain",
+                StepLabels::ContextSums => "context-sums",
+            },
             "collectives": self.collectives.iter().map(|c| json!({
                 "step": c.step,
                 "ordinal": c.ordinal,
@@ -244,8 +294,17 @@ impl RankTruth {
 
 /// Writes `run` into `dir`: one gzipped trace per rank and `ground_truth.json`.
 pub fn write_run(dir: &Path, run: &RankRun) -> std::io::Result<RankTruth> {
+    write_labelled_run(dir, run, StepLabels::Plain)
+}
+
+/// [`write_run`], the step markers labelled as `labels` says.
+pub fn write_labelled_run(
+    dir: &Path,
+    run: &RankRun,
+    labels: StepLabels,
+) -> std::io::Result<RankTruth> {
     std::fs::create_dir_all(dir)?;
-    let (texts, mut truth) = writer::write(run, dir);
+    let (texts, mut truth) = writer::write(run, dir, labels);
     for (path, text) in truth.files.iter().zip(texts) {
         let out = std::fs::File::create(path)?;
         let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
@@ -266,12 +325,20 @@ pub fn write_ep_runs(dir: &Path) -> std::io::Result<Vec<RankTruth>> {
         .collect()
 }
 
-/// Writes every run of [`rank_runs`] as `dir/<run name>/…`.
+/// Writes every run of [`rank_runs`], then [`numbered_step_run`], as
+/// `dir/<run name>/…`.
 pub fn write_rank_runs(dir: &Path) -> std::io::Result<Vec<RankTruth>> {
-    rank_runs()
+    let mut truths = rank_runs()
         .iter()
         .map(|r| write_run(&dir.join(r.name), r))
-        .collect()
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let numbered = numbered_step_run();
+    truths.push(write_labelled_run(
+        &dir.join(numbered.name),
+        &numbered,
+        StepLabels::ContextSums,
+    )?);
+    Ok(truths)
 }
 
 #[cfg(test)]

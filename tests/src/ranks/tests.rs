@@ -34,8 +34,12 @@ fn all_reduces(path: &Path) -> Vec<(i64, i64)> {
 #[test]
 fn every_run_recounts_to_its_ground_truth() {
     let dir = tempfile::tempdir().unwrap();
-    for run in rank_runs() {
-        let truth = write_run(&dir.path().join(run.name), &run).unwrap();
+    let labelled = rank_runs()
+        .into_iter()
+        .map(|r| (r, StepLabels::Plain))
+        .chain([(numbered_step_run(), StepLabels::ContextSums)]);
+    for (run, labels) in labelled {
+        let truth = write_labelled_run(&dir.path().join(run.name), &run, labels).unwrap();
         assert_eq!(truth.files.len(), run.ranks as usize);
         assert_eq!(truth.collectives.len(), run.steps * run.layers);
         let offset0 = run.offsets_ns[0];
@@ -105,4 +109,47 @@ fn every_run_recounts_to_its_ground_truth() {
             run.lateness.len()
         );
     }
+}
+
+/// The step markers of one trace, in time order.
+fn step_markers(path: &Path) -> Vec<String> {
+    let trace = load(path);
+    let mut found: Vec<(i64, String)> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "user_annotation")
+        .map(|e| (ns(&e["ts"]), e["name"].as_str().unwrap().to_string()))
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, name)| name).collect()
+}
+
+#[test]
+fn numbered_step_markers_carry_the_summed_context_of_each_true_step_on_every_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = numbered_step_run();
+    let truth = write_labelled_run(dir.path(), &run, StepLabels::ContextSums).unwrap();
+    for (r, file) in truth.files.iter().enumerate() {
+        // Rank r's trace begins with true step first_steps[r]; the context of step s is
+        // 8 requests x (517 + s) tokens.
+        let want: Vec<String> = (truth.first_steps[r]..run.steps)
+            .map(|s| {
+                let ctx = 8 * (517 + s);
+                format!(
+                    "execute_8_context_0(sq0sk0sqsq0sqsk0)_generation_8(sq8sk{ctx}sqsq8sqsk{ctx})"
+                )
+            })
+            .collect();
+        assert_eq!(step_markers(file), want, "rank {r}");
+    }
+    // The plain runs' markers carry the batch size only, the same every step.
+    let plain = &rank_runs()[3];
+    let truth = write_run(&dir.path().join("plain"), plain).unwrap();
+    let markers = step_markers(&truth.files[1]);
+    assert_eq!(markers.len(), plain.steps - plain.start_steps[1]);
+    assert!(
+        markers.iter().all(|m| m == "step[DECODE bs=8]"),
+        "{markers:?}"
+    );
 }

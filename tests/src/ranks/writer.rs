@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::ep::{comms_args, ALL_TO_ALL_RAW};
-use super::{Cause, CollectiveTruth, RankRun, RankTruth, StragglerTruth, END_JITTER_NS};
+use super::{
+    Cause, CollectiveTruth, RankRun, RankTruth, StepLabels, StragglerTruth, END_JITTER_NS,
+};
 use crate::engines::{profile, Profile, GRAPH_REPLAY};
 use crate::{
     events_and_end, file_name, frame_name, json_str, us, Engine, Frame, GpuOpEvent, HostTrack, Rng,
@@ -73,8 +75,9 @@ struct Launched {
     launch_start: u64,
 }
 
-/// The trace text of every rank and the run's ground truth (paths filled in).
-pub(super) fn write(run: &RankRun, dir: &Path) -> (Vec<String>, RankTruth) {
+/// The trace text of every rank and the run's ground truth (paths filled in), its step
+/// markers labelled as `labels` says.
+pub(super) fn write(run: &RankRun, dir: &Path, labels: StepLabels) -> (Vec<String>, RankTruth) {
     let profile = profile(Engine::Sglang);
     let mut rng = Rng::new(run.seed);
     let mut ranks: Vec<Rank> = run
@@ -100,6 +103,7 @@ pub(super) fn write(run: &RankRun, dir: &Path) -> (Vec<String>, RankTruth) {
             })
             .collect(),
         offsets_vs_rank0_ns: ranks.iter().map(|r| r.offset - ranks[0].offset).collect(),
+        step_labels: labels,
         ..RankTruth::default()
     };
     truth.first_steps = (0..ranks.len())
@@ -125,7 +129,7 @@ pub(super) fn write(run: &RankRun, dir: &Path) -> (Vec<String>, RankTruth) {
         let launched: Vec<Vec<Launched>> = ranks
             .iter_mut()
             .enumerate()
-            .map(|(r, rank)| host_step(run, &profile, rank, step, r as u32))
+            .map(|(r, rank)| host_step(run, &profile, rank, (step, labels), r as u32))
             .collect();
         gpu_step(run, &mut ranks, &launched, step, &mut rng, &mut truth);
     }
@@ -187,7 +191,7 @@ fn host_step(
     run: &RankRun,
     profile: &Profile,
     rank: &mut Rank,
-    step: usize,
+    (step, labels): (usize, StepLabels),
     r: u32,
 ) -> Vec<Launched> {
     let start = rank.true_time(rank.host.cpu).max(rank.gpu_free) + STEP_GAP_NS;
@@ -268,7 +272,12 @@ fn host_step(
     }
     rank.host.cpu += 1_000;
     let external = rank.host.external();
-    let label = (profile.step_annotation)(StageKind::Decode, 8).unwrap_or_default();
+    let label = match labels {
+        StepLabels::Plain => {
+            (profile.step_annotation)(StageKind::Decode, BATCH).unwrap_or_default()
+        }
+        StepLabels::ContextSums => context_sums_label(step),
+    };
     rank.host.push(
         marker_start,
         format!(
@@ -279,6 +288,23 @@ fn host_step(
         ),
     );
     ops
+}
+
+/// Requests per decode step.
+const BATCH: usize = 8;
+
+/// Each request's context at the run's first step.
+const FIRST_CONTEXT: usize = 517;
+
+/// The vLLM-style marker of decode step `step` (as vLLM and some SGLang builds write it:
+/// `execute_<tokens>_context_<requests>(sq…sk…sqsq…sqsk…)_generation_<requests>(…)`),
+/// with the batch's summed query and context lengths: every request adds one token a
+/// step, so the summed context grows by the batch each step, on every rank alike.
+fn context_sums_label(step: usize) -> String {
+    let context = BATCH * (FIRST_CONTEXT + step);
+    format!(
+        "execute_{BATCH}_context_0(sq0sk0sqsq0sqsk0)_generation_{BATCH}(sq{BATCH}sk{context}sqsq{BATCH}sqsk{context})"
+    )
 }
 
 /// One eager kernel: the CPU op and its `cudaLaunchKernel`, 2 µs in all, so a step's

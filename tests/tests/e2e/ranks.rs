@@ -6,10 +6,15 @@
 //! the late launch or the Python frame), and nothing else is. The same from several
 //! `--input` files, one per rank (by name or by `distributedInfo` rank), in any order;
 //! a file whose rank cannot be told or two files of one rank are refused, naming the
-//! file. Also that `--rank all` is the same flag, and the single-rank report carries none
-//! of these sections.
+//! file. Ranks whose profilers started on other steps are re-aligned by their markers'
+//! step numbers where those rise every step (vLLM-style summed contexts), else by their
+//! collectives. What a non-reference rank's reader skipped is reported, naming its file.
+//! Also that `--rank all` is the same flag, and the single-rank report carries none of
+//! these sections.
 
-use llm_triage_tests::ranks::{write_rank_runs, RankTruth};
+use llm_triage_tests::ranks::{
+    rank_runs, spoil_events, write_rank_runs, write_run, RankTruth, Spoiled, StepLabels,
+};
 use serde_json::Value;
 
 use crate::util::{llm_triage, raw_events, triage_json, us_to_ns};
@@ -35,6 +40,30 @@ fn collective_ns(path: &std::path::Path) -> i64 {
 fn check_run(truth: &RankTruth) {
     let dir = truth.dir.display().to_string();
     check_report(truth, &triage_json(&["--input", &dir, "--all-ranks"]));
+    // The stage summary names the ranks late most often, most steps first.
+    let mut late: Vec<(u32, usize)> = Vec::new();
+    for s in &truth.stragglers {
+        match late.iter_mut().find(|(r, _)| *r == s.rank) {
+            Some(entry) => entry.1 += 1,
+            None => late.push((s.rank, 1)),
+        }
+    }
+    late.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let named: Vec<String> = late
+        .iter()
+        .map(|(r, n)| format!("rank {r} ({n} step{})", if *n == 1 { "" } else { "s" }))
+        .collect();
+    let summary = format!(
+        "Ranks late most often: {}; {} steps with a straggler",
+        named.join(", "),
+        truth.stragglers.len()
+    );
+    let out = llm_triage()
+        .args(["--input", &dir, "--all-ranks"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&summary), "{dir}: {summary}\n{text}");
 }
 
 /// The ranks, collectives and stragglers of `report` against the run's ground truth.
@@ -57,12 +86,19 @@ fn check_report(truth: &RankTruth, report: &Value) {
         .filter_map(Value::as_str)
         .filter(|n| n.contains("steps shifted by"))
         .collect();
+    // Markers whose number rises every step decide the shift; plain ones leave it to
+    // the collectives.
+    let basis = match truth.step_labels {
+        StepLabels::Plain => "matched by the sequence and end times of their collectives",
+        StepLabels::ContextSums => "matched by their markers' step numbers",
+    };
     let mut want_notes = 0;
     for (r, first) in truth.first_steps.iter().enumerate() {
         let shift = *first as i64 - truth.first_steps[0] as i64;
         if shift != 0 {
             want_notes += 1;
-            let says = format!("rank {r}'s decode steps shifted by {shift:+}");
+            let steps = if shift.abs() == 1 { "step" } else { "steps" };
+            let says = format!("rank {r}'s decode steps shifted by {shift:+} {steps} onto rank 0's (its profiler started on another step; {basis})");
             assert!(
                 notes.iter().any(|n| n.contains(&says)),
                 "{dir}: {says}: {notes:?}"
@@ -109,9 +145,83 @@ fn check_report(truth: &RankTruth, report: &Value) {
         assert!(stage["step_p50_us"].as_f64().unwrap() > 0.0);
         assert!(stage["busy_us"].as_f64().unwrap() > 0.0);
     }
+    // The JSON shape, every field of it.
+    for row in ranks {
+        for key in [
+            "rank",
+            "file",
+            "clock_offset_us",
+            "stages",
+            "skipped",
+            "notes",
+        ] {
+            assert!(row.get(key).is_some(), "ranks[].{key}: {row}");
+        }
+        for key in [
+            "stage",
+            "busy_us",
+            "idle_us",
+            "comm_us",
+            "wait_us",
+            "step_p50_us",
+            "step_p90_us",
+        ] {
+            assert!(row["stages"][0].get(key).is_some(), "stages[].{key}: {row}");
+        }
+        let stage = &row["stages"][0];
+        assert!(stage["step_p90_us"].as_f64() >= stage["step_p50_us"].as_f64());
+        assert!(stage["idle_us"].as_f64().unwrap() >= 0.0);
+    }
+    // Under the reference rank's kernel table its communication share is split: its
+    // matched collectives' wait (checked exact above) and transfer, as shares of the
+    // stage's GPU time.
+    let (comm0, wait0) = (
+        ns(&ranks[0]["stages"][0]["comm_us"]),
+        ns(&ranks[0]["stages"][0]["wait_us"]),
+    );
+    let gpu_us = report["stages"][0]["total_gpu_time_us"].as_f64().unwrap();
+    let share = |ns: i64| 100.0 * ns as f64 / 1000.0 / gpu_us;
+    let split = format!(
+        "all ranks: collectives matched on every rank {:.3} ms ({:.1}% of GPU time): waiting for other ranks {:.3} ms ({:.1}%), transfer {:.3} ms ({:.1}%)",
+        comm0 as f64 / 1e6,
+        share(comm0),
+        wait0 as f64 / 1e6,
+        share(wait0),
+        (comm0 - wait0) as f64 / 1e6,
+        share(comm0 - wait0)
+    );
+    assert_eq!(
+        report["stages"][0]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n.as_str().unwrap().starts_with("all ranks: "))
+            .collect::<Vec<_>>(),
+        [&Value::String(split)],
+        "{dir}"
+    );
     let collectives = report["collectives"].as_array().expect("collectives[]");
     assert_eq!(collectives.len(), 1, "{dir}: {collectives:?}");
     let row = &collectives[0];
+    for key in [
+        "stage",
+        "family",
+        "count",
+        "transfer_us",
+        "wait_us",
+        "skew_p50_us",
+        "skew_p90_us",
+        "skew_max_us",
+    ] {
+        assert!(row.get(key).is_some(), "collectives[].{key}: {row}");
+    }
+    assert_eq!(row["stage"], "decode");
+    // Most collectives nobody is late for: their skew is jitter.
+    assert!(ns(&row["skew_p50_us"]) <= 2_000, "{row}");
+    assert!(
+        row["skew_p90_us"].as_f64() <= row["skew_max_us"].as_f64(),
+        "{row}"
+    );
     assert_eq!(row["family"], "all_reduce");
     assert_eq!(row["count"], matched.len() as u64);
     assert_eq!(
@@ -324,4 +434,58 @@ fn an_input_file_of_no_known_rank_or_of_a_rank_given_twice_is_refused_naming_it(
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--all-ranks"));
+}
+
+#[test]
+fn a_non_reference_ranks_skipped_events_are_reported_naming_its_file_and_the_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = rank_runs().remove(1);
+    let truth = write_run(&dir.path().join(run.name), &run).unwrap();
+    let spoiled = Spoiled {
+        malformed: 3,
+        bad_time: 2,
+    };
+    spoil_events(&truth.files[2], spoiled).unwrap();
+    let input = truth.dir.display().to_string();
+    let report = triage_json(&["--input", &input, "--all-ranks"]);
+    // The skipped events change nothing else.
+    check_report(&truth, &report);
+    let file = truth.files[2].file_name().unwrap().to_string_lossy();
+    let read_note = format!(
+        "{file}: skipped 5 events (3 malformed, 2 with a missing, negative or NaN time, 0 GPU events of zero duration)"
+    );
+    for (r, row) in report["ranks"].as_array().unwrap().iter().enumerate() {
+        let (skipped, notes) = match r {
+            2 => (spoiled.total(), vec![read_note.clone()]),
+            _ => (0, Vec::new()),
+        };
+        assert_eq!(row["skipped"], skipped, "rank {r}: {row}");
+        assert_eq!(row["notes"], serde_json::json!(notes), "rank {r}");
+    }
+    let rank_note = format!("rank 2: {read_note}");
+    let run_notes: Vec<&str> = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|n| n.contains(".trace.json.gz: "))
+        .collect();
+    // Once, and no note about another rank's file.
+    assert_eq!(run_notes, [rank_note.as_str()], "{:?}", report["notes"]);
+    // The markdown says it too: the note, and the rank table's last column.
+    let out = llm_triage()
+        .args(["--input", &input, "--all-ranks"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&rank_note), "{text}");
+    let skipped_cells: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("## Ranks"))
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| Rank") && !l.starts_with("| -"))
+        .take(4)
+        .map(|l| l.trim_end_matches(" |").rsplit(" | ").next().unwrap())
+        .collect();
+    assert_eq!(skipped_cells, ["0", "0", "5", "0"], "{text}");
 }
