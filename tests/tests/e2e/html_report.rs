@@ -264,12 +264,47 @@ fn check_page(what: &str, html_path: &Path, reports: &[(&str, &str)]) {
                 steps > 0,
                 "{what}: stage {s}'s waterfall"
             );
+            check_histogram_labels(stage, s, part, what);
         }
         assert!(
             cells > 0 || report["stages"].as_array().unwrap().is_empty(),
             "{what}: no number cells"
         );
     }
+}
+
+/// Stage `s`'s idle-gap histogram, when drawn, labels its bars as the table beside it
+/// labels its rows (`0 – 5 µs`, from the JSON's bounds), bin for bin.
+fn check_histogram_labels(stage: &Value, s: usize, part: &str, what: &str) {
+    let chart = format!("data-chart=\"histogram\" data-stage=\"{s}\"><svg");
+    let Some(at) = part.find(&chart) else {
+        return;
+    };
+    let svg = &part[at..at + part[at..].find("</svg>").expect("the chart's svg ends")];
+    let bar_re = Regex::new(r#"<text [^>]*text-anchor="middle">([^<]*)</text>"#).unwrap();
+    let bars: Vec<&str> = bar_re
+        .captures_iter(svg)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    let row_re = Regex::new(&format!(
+        r#"<tr><td>([^<]*)</td><td class="num" data-path="/stages/{s}/timeline/histogram/\d+/count">"#
+    ))
+    .unwrap();
+    let rows: Vec<&str> = row_re
+        .captures_iter(part)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    let from_json: Vec<String> = stage["timeline"]["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| match b["hi_us"].as_f64() {
+            Some(hi) => format!("{} – {hi} µs", b["lo_us"].as_f64().unwrap()),
+            None => format!("≥ {} µs", b["lo_us"].as_f64().unwrap()),
+        })
+        .collect();
+    assert_eq!(rows, from_json, "{what}: stage {s}'s histogram table rows");
+    assert_eq!(bars, rows, "{what}: stage {s}'s histogram bar labels");
 }
 
 /// A diff page: each waterfall row of each stage is a table row with its figures, and

@@ -244,6 +244,7 @@ fn histogram_table(stage: &StageReport, base: &str) -> String {
     let mut out = "<table class=\"sortable\">\n<thead><tr><th>Gap length</th><th class=\"num\">Gaps</th><th class=\"num\">Total (µs)</th></tr></thead>\n<tbody>\n".to_string();
     for (i, bin) in t.histogram.iter().enumerate() {
         let path = format!("{base}/timeline/histogram/{i}");
+        // report.js binLabel draws the chart's bars with the same labels.
         let label = match bin.hi_us {
             Some(hi) => format!("{} – {} µs", bin.lo_us, hi),
             None => format!("≥ {} µs", bin.lo_us),

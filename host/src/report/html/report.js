@@ -26,9 +26,11 @@
     if (a >= 1e3) { return fmt(v / 1e3, 3) + " ms"; }
     return fmt(v, 3) + " µs";
   }
-  /* A bin edge: 5 µs, 1 ms, 10 ms. */
-  function short(v) {
-    return v >= 1e3 ? String(v / 1e3) + " ms" : String(v) + " µs";
+  /* A gap-histogram bin as the table beside the chart names it (figures.rs
+     histogram_table): "0 – 5 µs", "≥ 10000 µs". */
+  function binLabel(b) {
+    return b.hi_us === null ? "≥ " + String(b.lo_us) + " µs"
+      : String(b.lo_us) + " – " + String(b.hi_us) + " µs";
   }
   /* JSON pointer lookup (RFC 6901), for data-path cells. */
   function pointer(doc, path) {
@@ -132,7 +134,7 @@
     body += text(L - 4, 14, String(max), "end") + text(L - 4, 8 + plotH, "0", "end");
     bins.forEach(function (b, i) {
       var h = plotH * b.count / max;
-      var label = b.hi_us === null ? "≥ " + short(b.lo_us) : short(b.lo_us) + " – " + short(b.hi_us);
+      var label = binLabel(b);
       body += rect(L + i * bw + 4, 8 + plotH - h, bw - 8, h, "#f28e2b",
         label + ": " + b.count + " gaps, " + us(b.total_us));
       body += text(L + (i + 0.5) * bw, H - 6, label, "middle");
