@@ -95,21 +95,7 @@ fn twenty_thousand_distinct_kernel_names_cost_little_more_cpu_time_than_two() {
     let (two, every) = (dir.path().join("two.json"), dir.path().join("every.json"));
     trace_with_names(&two, 2);
     trace_with_names(&every, KERNELS);
-    let ran = run_within(
-        &[
-            "--framework",
-            "sglang",
-            "--min-share",
-            "0",
-            "--format",
-            "json",
-            "--input",
-            every.to_str().unwrap(),
-        ],
-        HUNG,
-    );
-    assert_eq!(ran.code, 0, "{}", ran.stderr);
-    let report: Value = serde_json::from_str(&ran.stdout).expect("one JSON report");
+    let report = report_within(&every, HUNG);
     let rows = kernel_rows(&report);
     assert_eq!(rows.len(), KERNELS as usize, "one row per name");
     assert!(

@@ -60,16 +60,24 @@ pub fn assert_refused(ran: &Ran, code: i32, needles: &[&str]) -> String {
 
 /// Triage of `path` as SGLang with every row shown, as JSON; the run must succeed.
 pub fn report_of(path: &Path) -> Value {
-    let ran = run(&[
-        "--framework",
-        "sglang",
-        "--min-share",
-        "0",
-        "--format",
-        "json",
-        "--input",
-        path.to_str().unwrap(),
-    ]);
+    report_within(path, LIMIT)
+}
+
+/// [`report_of`], killed (and failed) past `limit`.
+pub fn report_within(path: &Path, limit: Duration) -> Value {
+    let ran = run_within(
+        &[
+            "--framework",
+            "sglang",
+            "--min-share",
+            "0",
+            "--format",
+            "json",
+            "--input",
+            path.to_str().unwrap(),
+        ],
+        limit,
+    );
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert!(!ran.stderr.contains("panicked at"), "{}", ran.stderr);
     serde_json::from_str(&ran.stdout).expect("stdout is one JSON report")
