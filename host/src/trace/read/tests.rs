@@ -1498,3 +1498,111 @@ fn shared_traces_read_alike_when_block_ends_land_everywhere() {
         );
     }
 }
+
+/// One op's split-size facts as text, in `SplitSizes` field order.
+fn split_texts(t: &Trace) -> Vec<(bool, i64, [Option<&str>; 9])> {
+    t.split_sizes
+        .iter()
+        .map(|s| {
+            let text = |sym: Option<crate::trace::event::Sym>| sym.map(|s| t.name(s));
+            (
+                s.on_gpu,
+                s.ts,
+                [
+                    text(s.in_split),
+                    text(s.out_split),
+                    text(s.collective),
+                    text(s.group),
+                    text(s.group_desc),
+                    text(s.group_ranks),
+                    text(s.dtype),
+                    text(s.rank),
+                    text(s.seq),
+                ],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn split_sizes_read_alike_in_every_tier_and_empty_lists_are_not_kept() {
+    let comms = |cat: &str, name: &str, ts: u32, args: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": 7, "ts": {ts}, "dur": 2, "args": {{"External id": {ts}, {args}}}}}"#
+        )
+    };
+    let full = r#""In split size": "[1, 2, 3, 4]", "Out split size": "[4, 3, 2, 1]", "Collective name": "all_to_allv", "Process Group Name": "7", "Process Group Description": "ep_group", "Process Group Ranks": "[0, 1, 2, 3]", "dtype": "BFloat16", "Rank": 2, "Seq": 41"#;
+    let events = [
+        // The scanner's shape: strings as PyTorch writes them, integers for Rank and Seq.
+        comms("cpu_op", "record_param_comms", 10, full),
+        // Arrays instead of strings (compact JSON text), on the kernel's copy.
+        comms(
+            "kernel",
+            "ncclDevKernel_SendRecv",
+            20,
+            r#""stream": 7, "In split size": [5, 6], "Out split size": [ 6 , 5 ], "Seq": "42""#,
+        ),
+        // An escape in the name: serde reads it in the fast tier too.
+        comms("cpu_op", r#"record_param_comms\"x"#, 30, full),
+        // Both lists empty: an even split, nothing kept.
+        comms(
+            "cpu_op",
+            "record_param_comms",
+            40,
+            r#""In split size": "[]", "Out split size": "[]", "Collective name": "allreduce""#,
+        ),
+        // One side empty: kept (the analysis counts it as one-sided).
+        comms(
+            "cpu_op",
+            "record_param_comms",
+            50,
+            r#""In split size": "[]", "Out split size": "[9, 9]""#,
+        ),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_events_in_chunks(&events, &[CHUNK, 7, 1]);
+    assert_eq!(t.skipped.total(), 0);
+    let full_texts = [
+        Some("[1, 2, 3, 4]"),
+        Some("[4, 3, 2, 1]"),
+        Some("all_to_allv"),
+        Some("7"),
+        Some("ep_group"),
+        Some("[0, 1, 2, 3]"),
+        Some("BFloat16"),
+        Some("2"),
+        Some("41"),
+    ];
+    let none = [None; 9];
+    let mut kernel_copy = none;
+    kernel_copy[0] = Some("[5,6]");
+    kernel_copy[1] = Some("[6,5]");
+    kernel_copy[8] = Some("42");
+    let mut one_sided = none;
+    one_sided[0] = Some("[]");
+    one_sided[1] = Some("[9, 9]");
+    assert_eq!(
+        split_texts(&t),
+        [
+            (false, 10_000, full_texts),
+            (true, 20_000, kernel_copy),
+            (false, 30_000, full_texts),
+            (false, 50_000, one_sided),
+        ]
+    );
+    assert_eq!(t.split_sizes[0].external_id, Some(10));
+    assert_eq!(t.split_sizes[0].dur, 2000);
+
+    // Past the in-place limit the event is read member by member: the same facts.
+    let blob = "x".repeat(9 << 20);
+    let large = comms(
+        "cpu_op",
+        "record_param_comms",
+        10,
+        &format!(r#""blob": "{blob}", {full}"#),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = trace_file(dir.path(), &[large]);
+    let t = read_trace_in_chunks(&path, &mut |_| {}, CHUNK).unwrap();
+    assert_eq!(split_texts(&t), [(false, 10_000, full_texts)]);
+}
