@@ -131,6 +131,7 @@ mod tests {
                 start: end - 10_000 + offset,
                 end: end + offset,
                 before: Stretch::default(),
+                covered: Vec::new(),
             })
             .collect();
         RankDigest {

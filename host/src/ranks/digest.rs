@@ -37,6 +37,11 @@ pub(super) struct Collective {
     pub start: Ns,
     pub end: Ns,
     pub before: Stretch,
+    /// Where another kernel of the rank (not a collective, not a copy) ran during this
+    /// one: merged intervals clipped to `[start, end)`, in time order. A rank that
+    /// arrived early waits at the collective's start, so what of its wait these cover
+    /// was hidden behind compute (`split::exposed_wait`).
+    pub covered: Vec<(Ns, Ns)>,
 }
 
 /// What a rank did from its previous collective's end (or its first GPU op) to this
@@ -177,6 +182,7 @@ fn stage_collectives(
         .collect();
     streams.sort_unstable();
     streams.dedup();
+    let compute = compute_union(trace, &ops);
     let frames = ThreadFrames::of(trace);
     let mut names: FxHashMap<Sym, String> = FxHashMap::default();
     let mut ordinals: FxHashMap<(usize, String, usize), usize> = FxHashMap::default();
@@ -220,9 +226,38 @@ fn stage_collectives(
             start: op.ts,
             end: op.end(),
             before,
+            covered: clipped(&compute, op.ts, op.end()),
         });
     }
     (found, outside)
+}
+
+/// The union of the non-collective kernels listed (start order), as merged intervals in
+/// time order.
+fn compute_union(trace: &Trace, ops: &[(usize, Option<String>)]) -> Vec<(Ns, Ns)> {
+    let mut union: Vec<(Ns, Ns)> = Vec::new();
+    for &(i, _) in ops.iter().filter(|(_, f)| f.is_none()) {
+        let op = &trace.gpu_ops[i];
+        if op.kind != GpuKind::Kernel {
+            continue;
+        }
+        match union.last_mut() {
+            Some(last) if op.ts <= last.1 => last.1 = last.1.max(op.end()),
+            _ => union.push((op.ts, op.end())),
+        }
+    }
+    union
+}
+
+/// The parts of `union` (merged, in time order) inside `[from, to)`.
+fn clipped(union: &[(Ns, Ns)], from: Ns, to: Ns) -> Vec<(Ns, Ns)> {
+    let first = union.partition_point(|&(_, end)| end <= from);
+    union[first..]
+        .iter()
+        .take_while(|&&(start, _)| start < to)
+        .map(|&(start, end)| (start.max(from), end.min(to)))
+        .filter(|(start, end)| start < end)
+        .collect()
 }
 
 /// The stretch `[from, to)` over the non-collective ops listed (start order).

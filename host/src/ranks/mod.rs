@@ -198,6 +198,12 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
     let rank_ids: Vec<u32> = digests.iter().map(|d| d.rank).collect();
     report.collectives = split::collective_rows(&matched, &splits);
     split::split_communication_shares(&mut report.stages, &matched, &splits);
+    split::split_exposed_wait(
+        &mut report.stages,
+        &mut report.overlap_stages,
+        &matched,
+        &splits,
+    );
     report.ranks = split::rank_rows(digests, &offsets, &matched, &splits);
     report.stragglers = stragglers::stragglers(&matched, &splits, &rank_ids);
     // Every rank's all-to-all split sizes, in place of the reference rank's own.

@@ -4,8 +4,8 @@
 //! Start skew is the latest start less the earliest, clocks aligned.
 
 use super::align::Matched;
-use super::digest::RankDigest;
-use crate::report::model::{CollectiveRow, RankRow, RankStage, StageReport};
+use super::digest::{Collective, RankDigest};
+use crate::report::model::{CollectiveRow, OverlapStage, RankRow, RankStage, StageReport};
 use crate::trace::event::{ns_to_us, Ns};
 
 /// One matched collective, split.
@@ -13,6 +13,8 @@ pub(super) struct Split {
     /// Per rank: duration and wait.
     pub durations: Vec<Ns>,
     pub waits: Vec<Ns>,
+    /// Per rank: the part of its wait no other kernel of the rank covered.
+    pub exposed_waits: Vec<Ns>,
     pub transfer: Ns,
     /// Per rank: start on the reference rank's clock.
     pub aligned_starts: Vec<Ns>,
@@ -30,13 +32,33 @@ pub(super) fn split(m: &Matched<'_>, offsets: &[(Ns, usize)]) -> Split {
         .collect();
     let skew =
         aligned_starts.iter().max().unwrap_or(&0) - aligned_starts.iter().min().unwrap_or(&0);
+    let waits: Vec<Ns> = durations.iter().map(|d| d - transfer).collect();
     Split {
-        waits: durations.iter().map(|d| d - transfer).collect(),
+        exposed_waits: m
+            .per_rank
+            .iter()
+            .zip(&waits)
+            .map(|(c, &wait)| exposed_wait(c, wait))
+            .collect(),
+        waits,
         durations,
         transfer,
         aligned_starts,
         skew,
     }
+}
+
+/// The part of a collective's `wait` that no other kernel of its rank covered. The wait
+/// is the collective's first `wait` ns: a rank that arrived early spins there until the
+/// last rank arrives, then all transfer together (the last rank's whole duration).
+fn exposed_wait(c: &Collective, wait: Ns) -> Ns {
+    let window_end = c.start + wait;
+    let hidden: Ns = c
+        .covered
+        .iter()
+        .map(|&(start, end)| (end.min(window_end) - start.max(c.start)).max(0))
+        .sum();
+    wait - hidden.min(wait)
 }
 
 /// The nearest-rank percentile `p` (0-100) of sorted values.
@@ -109,12 +131,12 @@ pub(super) fn rank_rows(
                 .stages
                 .iter()
                 .map(|stage| {
-                    let (comm, wait) = matched
+                    let (comm, wait, exposed_wait) = matched
                         .iter()
                         .zip(splits)
                         .filter(|(m, _)| m.stage == stage.stage)
-                        .fold((0, 0), |(c, w), (_, s)| {
-                            (c + s.durations[r], w + s.waits[r])
+                        .fold((0, 0, 0), |(c, w, e), (_, s)| {
+                            (c + s.durations[r], w + s.waits[r], e + s.exposed_waits[r])
                         });
                     let t = &stage.timeline;
                     let exposed: Ns = t
@@ -129,6 +151,7 @@ pub(super) fn rank_rows(
                         exposed_comm_us: ns_to_us(exposed),
                         comm_us: ns_to_us(comm),
                         wait_us: ns_to_us(wait),
+                        exposed_wait_us: ns_to_us(exposed_wait),
                         step_p50_us: t.step_stats.median_wall_us,
                         step_p90_us: t.step_stats.p90_wall_us,
                         late_steps: 0,
@@ -175,9 +198,83 @@ pub(super) fn split_communication_shares(
     }
 }
 
+/// The reference rank's wall-time (timeline) and overlap sections, with every rank read:
+/// a note under each stage saying how much of its matched collectives' wait ran with no
+/// other kernel beside it (wall time lost to other ranks) and how much was hidden
+/// behind compute.
+pub(super) fn split_exposed_wait(
+    stages: &mut [StageReport],
+    overlap: &mut [OverlapStage],
+    matched: &[Matched<'_>],
+    splits: &[Split],
+) {
+    let ms = |ns: Ns| ns_to_us(ns) / 1000.0;
+    for stage in stages {
+        let (wait, exposed) = matched
+            .iter()
+            .zip(splits)
+            .filter(|(m, _)| m.stage == stage.stage)
+            .fold((0, 0), |(w, e), (_, s)| {
+                (w + s.waits[0], e + s.exposed_waits[0])
+            });
+        if wait == 0 {
+            continue;
+        }
+        if let Some(timeline) = stage.timeline.as_mut() {
+            let exposed_comm: f64 = timeline.steps.iter().map(|s| s.exposed_comm_us).sum();
+            timeline.notes.push(format!(
+                "all ranks: of the steps' exposed communication {:.3} ms, {:.3} ms was waiting for other ranks (matched collectives' wait with no other kernel running)",
+                exposed_comm / 1000.0,
+                ms(exposed)
+            ));
+        }
+        if let Some(o) = overlap.iter_mut().find(|o| o.stage == stage.stage) {
+            o.notes.push(format!(
+                "all ranks: matched collectives waited {:.3} ms for other ranks: {:.3} ms behind other kernels (hidden), {:.3} ms exposed",
+                ms(wait),
+                ms(wait - exposed),
+                ms(exposed)
+            ));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exposed_wait_is_the_collectives_first_wait_ns_less_what_other_kernels_covered() {
+        let collective = |covered: Vec<(Ns, Ns)>| Collective {
+            key: crate::ranks::digest::CollectiveKey {
+                step: 0,
+                family: "all_reduce".into(),
+                stream_ordinal: 0,
+                ordinal: 0,
+            },
+            start: 1_000,
+            end: 11_000,
+            before: Default::default(),
+            covered,
+        };
+        // Wait is [1000, 7000): nothing covered, all of it exposed.
+        assert_eq!(exposed_wait(&collective(vec![]), 6_000), 6_000);
+        // Kernels beside it over [1000, 3000) and [6500, 9000) (clipped to it by the
+        // digest): 2000 + 500 of the wait hidden; what they cover of the transfer does
+        // not count.
+        assert_eq!(
+            exposed_wait(&collective(vec![(1_000, 3_000), (6_500, 9_000)]), 6_000),
+            3_500
+        );
+        // Covered only during the transfer: the whole wait is exposed.
+        assert_eq!(
+            exposed_wait(&collective(vec![(8_000, 11_000)]), 6_000),
+            6_000
+        );
+        // Wholly covered, and the rank that waited for nobody.
+        assert_eq!(exposed_wait(&collective(vec![(1_000, 11_000)]), 6_000), 0);
+        assert_eq!(exposed_wait(&collective(vec![(1_000, 11_000)]), 0), 0);
+    }
 
     #[test]
     fn percentiles_take_the_nearest_rank() {

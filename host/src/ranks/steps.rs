@@ -230,6 +230,7 @@ mod tests {
                     start: end - 5_000,
                     end,
                     before: Stretch::default(),
+                    covered: Vec::new(),
                 });
             }
             at += len;

@@ -626,6 +626,12 @@ pub struct RankStage {
     /// The waiting part of `comm_us`: per matched collective, its duration on this rank
     /// less the shortest duration across ranks; `comm_us - wait_us` is transfer.
     pub wait_us: f64,
+    /// The part of `wait_us` no other kernel of the rank ran beside: per matched
+    /// collective, its first `wait` ns (where a rank that arrived early spins) less the
+    /// time a non-collective kernel covered them. Wait hidden behind compute costs no
+    /// wall time; this part does.
+    #[serde(default)]
+    pub exposed_wait_us: f64,
     /// Median and 90th percentile of the rank's step wall times.
     pub step_p50_us: f64,
     pub step_p90_us: f64,

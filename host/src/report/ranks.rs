@@ -18,12 +18,14 @@ const RANK_HEADER: &[&str] = &[
     "Exposed comm",
     "Collectives",
     "Of which wait",
+    "Exposed wait",
     "Step p50",
     "Step p90",
     "Steps late",
     "Events skipped",
 ];
 const RANK_ALIGN: &[Align] = &[
+    Align::Right,
     Align::Right,
     Align::Right,
     Align::Right,
@@ -201,6 +203,7 @@ fn rank_row(rank: &RankRow, stage: &RankStage) -> Row {
             vec![ms(stage.exposed_comm_us)],
             vec![ms(stage.comm_us)],
             vec![ms(stage.wait_us)],
+            vec![ms(stage.exposed_wait_us)],
             vec![ms(stage.step_p50_us)],
             vec![ms(stage.step_p90_us)],
             vec![stage.late_steps.to_string()],

@@ -142,8 +142,46 @@ fn check_report(truth: &RankTruth, report: &Value) {
             .map(|c| (c.duration_ns[r] - c.duration_ns.iter().min().unwrap()) as i64)
             .sum();
         assert_eq!(ns(&stage["wait_us"]), waits, "{dir} rank {r} wait");
+        // The generator's ranks run one stream: no kernel runs beside a collective, so
+        // every ns of wait is exposed.
+        assert_eq!(
+            ns(&stage["exposed_wait_us"]),
+            waits,
+            "{dir} rank {r} exposed wait"
+        );
         assert!(stage["step_p50_us"].as_f64().unwrap() > 0.0);
         assert!(stage["busy_us"].as_f64().unwrap() > 0.0);
+        if r == 0 && waits > 0 {
+            // The reference rank's wall-time and overlap sections say the same split.
+            let wait_ms = format!("{:.3} ms", waits as f64 / 1e6);
+            let timeline = format!("{wait_ms} was waiting for other ranks");
+            let overlap = format!("waited {wait_ms} for other ranks: 0.000 ms behind other kernels (hidden), {wait_ms} exposed");
+            let has = |notes: &Value, says: &str| {
+                notes
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|n| n.as_str().unwrap().contains(says))
+            };
+            let decode = |list: &Value| {
+                list.as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["stage"] == "decode")
+                    .cloned()
+                    .unwrap()
+            };
+            let timeline_notes = &decode(&report["stages"])["timeline"]["notes"];
+            assert!(
+                has(timeline_notes, &timeline),
+                "{dir}: {timeline}: {timeline_notes}"
+            );
+            let overlap_notes = &decode(&report["overlap_stages"])["notes"];
+            assert!(
+                has(overlap_notes, &overlap),
+                "{dir}: {overlap}: {overlap_notes}"
+            );
+        }
     }
     // The JSON shape, every field of it.
     for row in ranks {
@@ -163,6 +201,7 @@ fn check_report(truth: &RankTruth, report: &Value) {
             "idle_us",
             "comm_us",
             "wait_us",
+            "exposed_wait_us",
             "step_p50_us",
             "step_p90_us",
         ] {
