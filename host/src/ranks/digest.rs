@@ -376,3 +376,20 @@ impl ThreadFrames {
             .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::clipped;
+
+    #[test]
+    fn a_collective_keeps_the_compute_union_clipped_to_its_span() {
+        let union = [(0, 10), (20, 30), (40, 50), (60, 70)];
+        // Cut at both ends, the interval wholly inside kept, the ones outside dropped.
+        assert_eq!(clipped(&union, 25, 45), [(25, 30), (40, 45)]);
+        // Touching ends cover nothing.
+        assert_eq!(clipped(&union, 30, 40), []);
+        assert_eq!(clipped(&union, 15, 65), [(20, 30), (40, 50), (60, 65)]);
+        assert_eq!(clipped(&union, 80, 90), []);
+        assert_eq!(clipped(&[], 0, 10), []);
+    }
+}
