@@ -1,4 +1,5 @@
-//! Compact tables for the records a trace holds millions of: Python frames and CPU ops.
+//! Compact tables for the records a trace holds millions of: Python frames and CPU ops
+//! here, GPU ops and runtime calls in [`launch`].
 //!
 //! Why: a 1 GB trace keeps about two million frames and 700,000 CPU ops, and as plain
 //! structs (`i64` times, a pid and a tid each, three `Option<Sym>` shapes, an
@@ -24,7 +25,12 @@ use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
+use std::hash::Hash;
+
 use crate::trace::event::{CpuOp, Ns, PyFrame, Sym};
+
+mod launch;
+pub use launch::{GpuOps, RuntimeCalls};
 
 /// Records per time block: one `i64` base per block (0.5 % of a frame's 16 bytes).
 const BLOCK: usize = 1024;
@@ -119,6 +125,19 @@ impl Spans {
         self.packed[i] = self.pack(i, name, thread, ts, dur);
     }
 
+    /// Record `i`'s start alone.
+    fn ts(&self, i: usize) -> Ns {
+        match self.packed[i].ts {
+            FAR_TS => self.far_ts[&(i as u32)],
+            offset => self.bases[i / BLOCK] + Ns::from(offset),
+        }
+    }
+
+    /// Record `i`'s (pid, tid) alone.
+    fn thread(&self, i: usize) -> (Sym, Sym) {
+        self.threads[self.packed[i].thread as usize]
+    }
+
     /// (name, (pid, tid), ts, dur) of record `i`.
     fn at(&self, i: usize) -> (Sym, (Sym, Sym), Ns, Ns) {
         let p = self.packed[i];
@@ -145,6 +164,86 @@ impl Spans {
             + map_bytes(&self.thread_ids)
             + map_bytes(&self.far_ts)
             + map_bytes(&self.long_durs)
+    }
+}
+
+/// A packed id: none, or one kept in the side map.
+const NO_ID: u32 = u32::MAX;
+const FAR_ID: u32 = u32::MAX - 1;
+
+/// Optional ids (correlation, External id) as `u32`s: those past `u32` are kept exactly
+/// in a side map by record index (none in real traces; Kineto counts from 1).
+#[derive(Clone, Debug, Default)]
+struct Ids {
+    far: FxHashMap<u32, u64>,
+}
+
+impl Ids {
+    /// The packed form of record `i`'s id.
+    fn pack(&mut self, i: usize, id: Option<u64>) -> u32 {
+        match id {
+            None => NO_ID,
+            Some(id) => match u32::try_from(id).ok().filter(|&id| id < FAR_ID) {
+                Some(id) => id,
+                None => {
+                    self.far.insert(i as u32, id);
+                    FAR_ID
+                }
+            },
+        }
+    }
+
+    fn unpack(&self, i: usize, packed: u32) -> Option<u64> {
+        match packed {
+            NO_ID => None,
+            FAR_ID => Some(self.far[&(i as u32)]),
+            id => Some(u64::from(id)),
+        }
+    }
+
+    /// Drops record `i`'s side entry, before it is packed again.
+    fn forget(&mut self, i: usize) {
+        self.far.remove(&(i as u32));
+    }
+
+    fn heap_bytes(&self) -> usize {
+        map_bytes(&self.far)
+    }
+}
+
+/// Each distinct value once, by a `u32` index (values that repeat across records: a GPU
+/// op's stream, a launch's geometry).
+#[derive(Clone, Debug)]
+struct Distinct<T> {
+    values: Vec<T>,
+    ids: FxHashMap<T, u32>,
+}
+
+impl<T> Default for Distinct<T> {
+    fn default() -> Self {
+        Distinct {
+            values: Vec::new(),
+            ids: FxHashMap::default(),
+        }
+    }
+}
+
+impl<T: Copy + Eq + Hash> Distinct<T> {
+    fn id(&mut self, value: T) -> u32 {
+        let next = self.values.len() as u32;
+        let id = *self.ids.entry(value).or_insert(next);
+        if id == next {
+            self.values.push(value);
+        }
+        id
+    }
+
+    fn get(&self, id: u32) -> T {
+        self.values[id as usize]
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.values.capacity() * size_of::<T>() + map_bytes(&self.ids)
     }
 }
 
@@ -194,10 +293,7 @@ impl PyFrames {
     }
 
     pub fn iter(&self) -> Records<'_, PyFrames> {
-        Records {
-            table: self,
-            range: 0..self.len(),
-        }
+        Records::new(self, self.len())
     }
 
     /// Gives back the room kept for growth, once the read is done.
@@ -214,14 +310,12 @@ impl PyFrames {
 /// A CPU op's fields past name, thread and times: 8 bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct CpuExtra {
-    /// `external_id`, or [`NO_ID`] / [`FAR_ID`] (then in `CpuOps::far_ids`).
+    /// `external_id` as [`Ids`] packs it.
     external_id: u32,
     /// Index into `CpuOps::shapes`, or [`NO_SHAPES`].
     shapes: u32,
 }
 
-const NO_ID: u32 = u32::MAX;
-const FAR_ID: u32 = u32::MAX - 1;
 const NO_SHAPES: u32 = u32::MAX;
 
 /// `input_dims`, `input_types`, `concrete_inputs` of one CPU op.
@@ -232,11 +326,9 @@ type Shapes = [Option<Sym>; 3];
 pub struct CpuOps {
     spans: Spans,
     extra: Vec<CpuExtra>,
-    /// External ids past `u32`, by op index.
-    far_ids: FxHashMap<u32, u64>,
+    external_ids: Ids,
     /// Each distinct shape triple once (shapes repeat: a model runs the same ops).
-    shapes: Vec<Shapes>,
-    shape_ids: FxHashMap<Shapes, u32>,
+    shapes: Distinct<Shapes>,
 }
 
 impl CpuOps {
@@ -249,30 +341,14 @@ impl CpuOps {
     }
 
     fn extra_of(&mut self, i: usize, op: &CpuOp) -> CpuExtra {
-        let external_id = match op.external_id {
-            None => NO_ID,
-            Some(id) => match u32::try_from(id).ok().filter(|&id| id < FAR_ID) {
-                Some(id) => id,
-                None => {
-                    self.far_ids.insert(i as u32, id);
-                    FAR_ID
-                }
-            },
-        };
         let shapes: Shapes = [op.input_dims, op.input_types, op.concrete_inputs];
-        let shapes = if shapes == [None; 3] {
-            NO_SHAPES
-        } else {
-            let next = self.shapes.len() as u32;
-            let id = *self.shape_ids.entry(shapes).or_insert(next);
-            if id == next {
-                self.shapes.push(shapes);
-            }
-            id
-        };
         CpuExtra {
-            external_id,
-            shapes,
+            external_id: self.external_ids.pack(i, op.external_id),
+            shapes: if shapes == [None; 3] {
+                NO_SHAPES
+            } else {
+                self.shapes.id(shapes)
+            },
         }
     }
 
@@ -284,7 +360,7 @@ impl CpuOps {
 
     /// Replaces op `i` (panics past the end).
     pub fn set(&mut self, i: usize, op: CpuOp) {
-        self.far_ids.remove(&(i as u32));
+        self.external_ids.forget(i);
         self.extra[i] = self.extra_of(i, &op);
         self.spans.set(i, op.name, (op.pid, op.tid), op.ts, op.dur);
     }
@@ -293,14 +369,10 @@ impl CpuOps {
     pub fn at(&self, i: usize) -> CpuOp {
         let (name, (pid, tid), ts, dur) = self.spans.at(i);
         let extra = self.extra[i];
-        let external_id = match extra.external_id {
-            NO_ID => None,
-            FAR_ID => Some(self.far_ids[&(i as u32)]),
-            id => Some(u64::from(id)),
-        };
+        let external_id = self.external_ids.unpack(i, extra.external_id);
         let [input_dims, input_types, concrete_inputs] = match extra.shapes {
             NO_SHAPES => [None; 3],
-            id => self.shapes[id as usize],
+            id => self.shapes.get(id),
         };
         CpuOp {
             name,
@@ -325,10 +397,7 @@ impl CpuOps {
     }
 
     pub fn iter(&self) -> Records<'_, CpuOps> {
-        Records {
-            table: self,
-            range: 0..self.len(),
-        }
+        Records::new(self, self.len())
     }
 
     /// Gives back the room kept for growth, once the read is done.
@@ -341,9 +410,8 @@ impl CpuOps {
     pub fn heap_bytes(&self) -> usize {
         self.spans.heap_bytes()
             + self.extra.capacity() * size_of::<CpuExtra>()
-            + map_bytes(&self.far_ids)
-            + self.shapes.capacity() * size_of::<Shapes>()
-            + map_bytes(&self.shape_ids)
+            + self.external_ids.heap_bytes()
+            + self.shapes.heap_bytes()
     }
 }
 
@@ -372,6 +440,15 @@ impl RecordTable for CpuOps {
 pub struct Records<'t, T> {
     table: &'t T,
     range: Range<usize>,
+}
+
+impl<'t, T> Records<'t, T> {
+    fn new(table: &'t T, len: usize) -> Self {
+        Records {
+            table,
+            range: 0..len,
+        }
+    }
 }
 
 impl<T: RecordTable> Iterator for Records<'_, T> {
@@ -545,7 +622,7 @@ mod tests {
         let mut table: CpuOps = ops.iter().copied().collect();
         assert_eq!(table.iter().collect::<Vec<_>>(), ops);
         // Two ops with one triple share it.
-        assert_eq!(table.shapes.len(), 3);
+        assert_eq!(table.shapes.values.len(), 3);
         let changed = op(9, Some(u64::MAX - 1), [None, Some(Sym(8)), None]);
         table.set(2, changed);
         assert_eq!(table.at(2), changed);
