@@ -1,4 +1,4 @@
-//! Compact tables for GPU ops and runtime calls: 32 and 28 bytes a record instead of the
+//! Compact tables for GPU ops and runtime calls: 28 and 24 bytes a record instead of the
 //! plain structs' 144 and 96.
 //!
 //! Why: a 1 GB trace keeps about 130,000 GPU ops and 200,000 runtime calls, and as plain
@@ -49,7 +49,7 @@ struct GpuExtra {
     facts: u32,
 }
 
-/// The GPU ops of a trace, 32 bytes each; read back as [`GpuOp`] values.
+/// The GPU ops of a trace, 28 bytes each; read back as [`GpuOp`] values.
 #[derive(Clone, Default)]
 pub struct GpuOps {
     spans: Spans,
@@ -182,7 +182,7 @@ struct CallExtra {
     facts: u32,
 }
 
-/// The runtime calls of a trace, 28 bytes each; read back as [`RuntimeCall`] values.
+/// The runtime calls of a trace, 24 bytes each; read back as [`RuntimeCall`] values.
 #[derive(Clone, Default)]
 pub struct RuntimeCalls {
     spans: Spans,

@@ -4,10 +4,11 @@
 //! Why: a 1 GB trace keeps about two million frames and 700,000 CPU ops, and as plain
 //! structs (`i64` times, a pid and a tid each, three `Option<Sym>` shapes, an
 //! `Option<u64>` id) they were 32 and 72 bytes each: most of a triage's peak memory. Here
-//! each is stored in 16 (frame) or 24 (CPU op) bytes, exactly:
+//! each is stored in 12 (frame) or 20 (CPU op) bytes, exactly:
 //!
-//! - the thread (pid, tid) is an index into the table's list of threads (a trace has a
-//!   few dozen);
+//! - the name (a [`Sym`], under 2^24 in any real trace: they hold a few thousand
+//!   strings) and the thread (pid, tid), an index into the table's list of threads (a
+//!   trace has a few dozen), share one `u32`;
 //! - `ts` is an `i32` offset from the start of its block of [`BLOCK`] consecutive
 //!   records (the first one's `ts`): neighbours in a file are close in time;
 //! - `dur` is a `u32` (4.29 s);
@@ -32,23 +33,30 @@ use crate::trace::event::{CpuOp, Ns, PyFrame, Sym};
 mod launch;
 pub use launch::{GpuOps, RuntimeCalls};
 
-/// Records per time block: one `i64` base per block (0.5 % of a frame's 16 bytes).
+/// Records per time block: one `i64` base per block (under 0.1 % of a frame's 12 bytes).
 const BLOCK: usize = 1024;
 
 /// An offset or duration kept in a side map instead.
 const FAR_TS: i32 = i32::MIN;
 const LONG_DUR: u32 = u32::MAX;
 
-/// What every compact record has: name, thread, start and duration.
+/// What every compact record has: name and thread, start and duration.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct Packed {
-    name: Sym,
-    thread: u32,
+    /// The name's symbol in the low 24 bits, the thread index in the high 8; or
+    /// [`FAR_NAME`] bits there, and both in `Spans::far_names`.
+    name_thread: u32,
     ts: i32,
     dur: u32,
 }
 
-/// The name, thread and exact times of a table's records, 16 bytes each.
+/// Name symbols and thread indexes that fit [`Packed::name_thread`].
+const NAME_BITS: u32 = 24;
+const NAME_MASK: u32 = (1 << NAME_BITS) - 1;
+/// A thread index of all ones: this record's name and thread are in the side map.
+const FAR_NAME: u32 = u32::MAX >> NAME_BITS;
+
+/// The name, thread and exact times of a table's records, 12 bytes each.
 #[derive(Clone, Debug, Default)]
 struct Spans {
     packed: Vec<Packed>,
@@ -57,6 +65,8 @@ struct Spans {
     /// (pid, tid) of each thread index, and the index of each.
     threads: Vec<(Sym, Sym)>,
     thread_ids: FxHashMap<(Sym, Sym), u32>,
+    /// The (name, thread index) of records where either did not fit, by record index.
+    far_names: FxHashMap<u32, (Sym, u32)>,
     /// Exact values of the records whose `ts` / `dur` did not fit, by record index.
     far_ts: FxHashMap<u32, Ns>,
     long_durs: FxHashMap<u32, Ns>,
@@ -69,9 +79,10 @@ impl Spans {
 
     fn thread_id(&mut self, thread: (Sym, Sym)) -> u32 {
         // Consecutive records are mostly on the thread of the last one.
-        if let Some(&last) = self.packed.last() {
-            if self.threads[last.thread as usize] == thread {
-                return last.thread;
+        if let Some(last) = self.packed.len().checked_sub(1) {
+            let (_, id) = self.name_thread(last);
+            if self.threads[id as usize] == thread {
+                return id;
             }
         }
         let next = self.threads.len() as u32;
@@ -86,6 +97,12 @@ impl Spans {
     fn pack(&mut self, i: usize, name: Sym, thread: (Sym, Sym), ts: Ns, dur: Ns) -> Packed {
         let thread = self.thread_id(thread);
         let key = i as u32;
+        let name_thread = if name.0 <= NAME_MASK && thread < FAR_NAME {
+            name.0 | thread << NAME_BITS
+        } else {
+            self.far_names.insert(key, (name, thread));
+            FAR_NAME << NAME_BITS
+        };
         let offset = ts
             .checked_sub(self.bases[i / BLOCK])
             .and_then(|d| i32::try_from(d).ok())
@@ -102,8 +119,7 @@ impl Spans {
             }
         };
         Packed {
-            name,
-            thread,
+            name_thread,
             ts,
             dur,
         }
@@ -120,6 +136,7 @@ impl Spans {
 
     /// Replaces record `i`'s values (its block's base stays).
     fn set(&mut self, i: usize, name: Sym, thread: (Sym, Sym), ts: Ns, dur: Ns) {
+        self.far_names.remove(&(i as u32));
         self.far_ts.remove(&(i as u32));
         self.long_durs.remove(&(i as u32));
         self.packed[i] = self.pack(i, name, thread, ts, dur);
@@ -133,9 +150,18 @@ impl Spans {
         }
     }
 
+    /// Record `i`'s name and thread index.
+    fn name_thread(&self, i: usize) -> (Sym, u32) {
+        let bits = self.packed[i].name_thread;
+        match bits >> NAME_BITS {
+            FAR_NAME => self.far_names[&(i as u32)],
+            thread => (Sym(bits & NAME_MASK), thread),
+        }
+    }
+
     /// Record `i`'s (pid, tid) alone.
     fn thread(&self, i: usize) -> (Sym, Sym) {
-        self.threads[self.packed[i].thread as usize]
+        self.threads[self.name_thread(i).1 as usize]
     }
 
     /// (name, (pid, tid), ts, dur) of record `i`.
@@ -149,7 +175,8 @@ impl Spans {
             LONG_DUR => self.long_durs[&(i as u32)],
             dur => Ns::from(dur),
         };
-        (p.name, self.threads[p.thread as usize], ts, dur)
+        let (name, thread) = self.name_thread(i);
+        (name, self.threads[thread as usize], ts, dur)
     }
 
     fn shrink_to_fit(&mut self) {
@@ -162,6 +189,7 @@ impl Spans {
             + self.bases.capacity() * size_of::<Ns>()
             + self.threads.capacity() * size_of::<(Sym, Sym)>()
             + map_bytes(&self.thread_ids)
+            + map_bytes(&self.far_names)
             + map_bytes(&self.far_ts)
             + map_bytes(&self.long_durs)
     }
@@ -252,7 +280,7 @@ fn map_bytes<K, V>(map: &FxHashMap<K, V>) -> usize {
     map.capacity() * (size_of::<(K, V)>() + 1)
 }
 
-/// The Python frames of a trace, 16 bytes each; read back as [`PyFrame`] values.
+/// The Python frames of a trace, 12 bytes each; read back as [`PyFrame`] values.
 #[derive(Clone, Default)]
 pub struct PyFrames {
     spans: Spans,
@@ -289,7 +317,7 @@ impl PyFrames {
 
     /// The (pid, tid) of frame `i`, without decoding its times.
     pub fn thread(&self, i: usize) -> (Sym, Sym) {
-        self.spans.threads[self.spans.packed[i].thread as usize]
+        self.spans.thread(i)
     }
 
     pub fn iter(&self) -> Records<'_, PyFrames> {
@@ -321,7 +349,7 @@ const NO_SHAPES: u32 = u32::MAX;
 /// `input_dims`, `input_types`, `concrete_inputs` of one CPU op.
 type Shapes = [Option<Sym>; 3];
 
-/// The CPU ops of a trace, 24 bytes each; read back as [`CpuOp`] values.
+/// The CPU ops of a trace, 20 bytes each; read back as [`CpuOp`] values.
 #[derive(Clone, Default)]
 pub struct CpuOps {
     spans: Spans,
@@ -393,7 +421,7 @@ impl CpuOps {
 
     /// The (pid, tid) of op `i`, without decoding the rest.
     pub fn thread(&self, i: usize) -> (Sym, Sym) {
-        self.spans.threads[self.spans.packed[i].thread as usize]
+        self.spans.thread(i)
     }
 
     pub fn iter(&self) -> Records<'_, CpuOps> {
@@ -627,6 +655,52 @@ mod tests {
         table.set(2, changed);
         assert_eq!(table.at(2), changed);
         assert_eq!(table.at(3), ops[3]);
+    }
+
+    #[test]
+    fn names_and_threads_past_their_bits_read_back_exactly() {
+        // 300 threads (past the 8-bit index) and names past 2^24, among ordinary ones.
+        let frames: Vec<PyFrame> = (0..2_000u32)
+            .map(|i| {
+                let name = if i % 7 == 0 { u32::MAX - i } else { i % 50 };
+                frame(name, 1_000 * Ns::from(i), 3, i % 300)
+            })
+            .collect();
+        let mut table: PyFrames = frames.iter().copied().collect();
+        assert_eq!(table.iter().collect::<Vec<_>>(), frames);
+        assert_eq!(table.thread(299), (Sym(0), Sym(299)));
+        // A far record made ordinary, and back.
+        let mut ops: CpuOps = frames
+            .iter()
+            .map(|f| CpuOp {
+                name: f.name,
+                ts: f.ts,
+                dur: f.dur,
+                pid: f.pid,
+                tid: f.tid,
+                external_id: None,
+                input_dims: None,
+                input_types: None,
+                concrete_inputs: None,
+            })
+            .collect();
+        let near = CpuOp {
+            name: Sym(3),
+            tid: Sym(1),
+            ..ops.at(0)
+        };
+        ops.set(0, near);
+        assert_eq!(ops.at(0), near);
+        assert_eq!(ops.spans.far_names.get(&0), None);
+        let far = CpuOp {
+            name: Sym(1 << 24),
+            ..near
+        };
+        ops.set(0, far);
+        assert_eq!(ops.at(0), far);
+        assert_eq!(ops.thread(0), (Sym(0), Sym(1)));
+        table.push(frame(1 << 24, 5, 5, 299));
+        assert_eq!(table.at(frames.len()), frame(1 << 24, 5, 5, 299));
     }
 
     #[test]
