@@ -6,7 +6,8 @@
 //! frames' and CPU ops' ([`Spans`]: name, thread index, block-relative `ts`, `u32`
 //! `dur`), plus:
 //!
-//! - the correlation and External ids as `u32`s ([`Ids`]: a huge one in a side map);
+//! - the correlation and External ids as `u32` offsets in their block ([`Ids`]; one
+//!   too far in a side map);
 //! - a GPU op's kind, stream and device as one index into the few distinct triples a
 //!   trace has (its "lane");
 //! - the launch facts (`grid`, `block`, blocks per SM, a copy's bytes; a call's `kernel`)

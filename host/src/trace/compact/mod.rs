@@ -12,7 +12,8 @@
 //! - `ts` is an `i32` offset from the start of its block of [`BLOCK`] consecutive
 //!   records (the first one's `ts`): neighbours in a file are close in time;
 //! - `dur` is a `u32` (4.29 s);
-//! - a CPU op's three shape texts are one interned triple, its External id a `u32`;
+//! - a CPU op's three shape texts are one interned triple, its External id a `u32`
+//!   offset from its block's first;
 //! - a value that does not fit (a record far from its block's start, a longer one, a huge
 //!   id) is kept exactly in a side map, so every time stays the exact integer the reader
 //!   read.
@@ -199,25 +200,34 @@ impl Spans {
 const NO_ID: u32 = u32::MAX;
 const FAR_ID: u32 = u32::MAX - 1;
 
-/// Optional ids (correlation, External id) as `u32`s: those past `u32` are kept exactly
-/// in a side map by record index (none in real traces; Kineto counts from 1).
+/// Optional ids (correlation, External id) in 4 bytes each: an offset from the first id
+/// of the record's block of [`BLOCK`] (ids count up through a file, so neighbours are
+/// close, however large: a tiled trace's pass beyond 2^32), or [`NO_ID`]. An id too far
+/// from its block's first is kept exactly in a side map by record index.
 #[derive(Clone, Debug, Default)]
 struct Ids {
+    /// Each block's first id, once it has one.
+    bases: Vec<Option<u64>>,
     far: FxHashMap<u32, u64>,
 }
 
 impl Ids {
     /// The packed form of record `i`'s id.
     fn pack(&mut self, i: usize, id: Option<u64>) -> u32 {
-        match id {
-            None => NO_ID,
-            Some(id) => match u32::try_from(id).ok().filter(|&id| id < FAR_ID) {
-                Some(id) => id,
-                None => {
-                    self.far.insert(i as u32, id);
-                    FAR_ID
-                }
-            },
+        let Some(id) = id else { return NO_ID };
+        let block = i / BLOCK;
+        if self.bases.len() <= block {
+            self.bases.resize(block + 1, None);
+        }
+        let base = *self.bases[block].get_or_insert(id);
+        let offset = i128::from(id) - i128::from(base);
+        // An `i32` offset's bits, but for the two sentinels'.
+        match i32::try_from(offset).map(|d| d as u32) {
+            Ok(bits) if bits < FAR_ID => bits,
+            _ => {
+                self.far.insert(i as u32, id);
+                FAR_ID
+            }
         }
     }
 
@@ -225,7 +235,10 @@ impl Ids {
         match packed {
             NO_ID => None,
             FAR_ID => Some(self.far[&(i as u32)]),
-            id => Some(u64::from(id)),
+            bits => {
+                let base = self.bases[i / BLOCK].unwrap_or_default();
+                Some(base.wrapping_add_signed(i64::from(bits as i32)))
+            }
         }
     }
 
@@ -235,7 +248,7 @@ impl Ids {
     }
 
     fn heap_bytes(&self) -> usize {
-        map_bytes(&self.far)
+        self.bases.capacity() * size_of::<Option<u64>>() + map_bytes(&self.far)
     }
 }
 
@@ -701,6 +714,49 @@ mod tests {
         assert_eq!(ops.thread(0), (Sym(0), Sym(1)));
         table.push(frame(1 << 24, 5, 5, 299));
         assert_eq!(table.at(frames.len()), frame(1 << 24, 5, 5, 299));
+    }
+
+    #[test]
+    fn ids_pack_as_offsets_in_their_block_whatever_their_size() {
+        let mut ids = Ids::default();
+        // A tiled trace's ids, past u32, counting up and down a little: no side entry.
+        let tiled: Vec<Option<u64>> = (0..3 * BLOCK as u64)
+            .map(|i| (i % 5 != 0).then(|| 12_862_522_656 + i * 3 - (i % 7) * 11))
+            .collect();
+        let packed: Vec<u32> = tiled
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| ids.pack(i, id))
+            .collect();
+        assert!(ids.far.is_empty());
+        // The sentinels' own offsets (-1, -2 from the base), the extremes, a block whose
+        // first record has none.
+        let n = packed.len();
+        let edge = [
+            None,
+            Some(u64::MAX),
+            Some(u64::MAX - 1),
+            Some(u64::MAX - 2),
+            Some(u64::MAX - 3),
+            Some(0),
+            Some(u64::MAX - 3 - (1 << 31)),
+            Some(u64::MAX - 4),
+        ];
+        let edge_packed: Vec<u32> = edge
+            .iter()
+            .enumerate()
+            .map(|(k, &id)| ids.pack(n + k, id))
+            .collect();
+        for (i, (&id, &bits)) in tiled
+            .iter()
+            .chain(&edge)
+            .zip(packed.iter().chain(&edge_packed))
+            .enumerate()
+        {
+            assert_eq!(ids.unpack(i, bits), id, "record {i}");
+        }
+        // u64::MAX is the block's base: -1 and -2 (the sentinels), 0 and -3 - 2^31 are far.
+        assert_eq!(ids.far.len(), 4);
     }
 
     #[test]
