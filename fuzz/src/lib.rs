@@ -116,7 +116,8 @@ pub fn analyse(trace: &Trace) {
     };
     let tables = kernel_tables(&inputs, &locator, families, &options);
     // Only one GPU pid is tabled (the others are noted): equal when there is one.
-    let one_pid = trace.gpu_ops.windows(2).all(|w| w[0].pid == w[1].pid);
+    let first_pid = trace.gpu_ops.first().map(|op| op.pid);
+    let one_pid = trace.gpu_ops.iter().all(|op| Some(op.pid) == first_pid);
     let total_ns: i128 = trace.gpu_ops.iter().map(|o| i128::from(o.dur)).sum();
     let tabled_us: f64 = tables.iter().map(|s| s.total_gpu_time_us).sum();
     let expected_us = total_ns as f64 / 1000.0;

@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 
 use clap::Parser;
 use llm_triage::cli::Cli;
-use llm_triage::trace::event::{Annotation, GpuOp, RuntimeCall, Trace};
+use llm_triage::trace::event::{Annotation, Trace};
 use llm_triage::trace::link::{link, LaunchSite, Linked};
 use llm_triage::trace::read::read_trace;
 
@@ -55,8 +55,8 @@ fn compact(name: &str, len: usize, bytes: usize) {
 }
 
 fn records(trace: &Trace) {
-    table::<GpuOp>("gpu_ops", &trace.gpu_ops);
-    table::<RuntimeCall>("runtime", &trace.runtime);
+    compact("gpu_ops", trace.gpu_ops.len(), trace.gpu_ops.heap_bytes());
+    compact("runtime", trace.runtime.len(), trace.runtime.heap_bytes());
     compact("cpu_ops", trace.cpu_ops.len(), trace.cpu_ops.heap_bytes());
     compact(
         "py_frames",

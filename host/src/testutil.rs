@@ -191,8 +191,10 @@ impl TraceFixture {
     /// Names the kernel of the last runtime call added (`args.kernel`).
     pub(crate) fn launching(&mut self, kernel: &str) -> &mut Self {
         let sym = self.trace.strings.intern(kernel);
-        if let Some(call) = self.trace.runtime.last_mut() {
-            call.kernel = Some(sym);
+        if let Some(call) = self.trace.runtime.last() {
+            let last = self.trace.runtime.len() - 1;
+            let kernel = Some(sym);
+            self.trace.runtime.set(last, RuntimeCall { kernel, ..call });
         }
         self
     }

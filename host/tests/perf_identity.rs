@@ -166,7 +166,7 @@ mod reference {
             let mut point = None;
             let mut external_op = None;
             if let Some(r) = *runtime {
-                let call = &trace.runtime[r as usize];
+                let call = trace.runtime.at(r as usize);
                 site.runtime = Some(r);
                 site.launch_ts = Some(call.ts);
                 site.graph_replay = is_graph_launch(trace.name(call.name));
@@ -265,14 +265,14 @@ mod reference {
                 .push(i as u32);
         }
         for calls in by_correlation.values_mut() {
-            calls.sort_by_key(|&c| trace.runtime[c as usize].ts);
+            calls.sort_by_key(|&c| trace.runtime.ts(c as usize));
         }
         trace
             .gpu_ops
             .iter()
             .map(|op| {
                 let calls = by_correlation.get(&op.correlation?)?;
-                nearest_start_at_or_before(calls, |&c| trace.runtime[c as usize].ts, op.ts)
+                nearest_start_at_or_before(calls, |&c| trace.runtime.ts(c as usize), op.ts)
             })
             .collect()
     }

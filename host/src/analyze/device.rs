@@ -161,6 +161,7 @@ mod tests {
     use super::*;
     use crate::catalog::devices::{parse_devices, BUILTIN_DEVICES};
     use crate::testutil::TraceFixture;
+    use crate::trace::event::GpuOp;
     use std::path::Path;
 
     fn table() -> DeviceTable {
@@ -193,8 +194,15 @@ mod tests {
             analysed_device(std::slice::from_ref(&trace)).unwrap().id,
             Some(0)
         );
-        for op in &mut trace.gpu_ops {
-            op.device = Some(3);
+        for i in 0..trace.gpu_ops.len() {
+            let op = trace.gpu_ops.at(i);
+            trace.gpu_ops.set(
+                i,
+                GpuOp {
+                    device: Some(3),
+                    ..op
+                },
+            );
         }
         let traces = [trace];
         let device = analysed_device(&traces).unwrap();

@@ -174,11 +174,11 @@ fn stage_collectives(
             (i, family)
         })
         .collect();
-    ops.sort_by_key(|&(i, _)| (trace.gpu_ops[i].ts, i));
+    ops.sort_by_key(|&(i, _)| (trace.gpu_ops.ts(i), i));
     let mut streams: Vec<Option<i64>> = ops
         .iter()
         .filter(|(_, f)| f.is_some())
-        .map(|&(i, _)| trace.gpu_ops[i].stream)
+        .map(|&(i, _)| trace.gpu_ops.at(i).stream)
         .collect();
     streams.sort_unstable();
     streams.dedup();
@@ -188,11 +188,11 @@ fn stage_collectives(
     let mut ordinals: FxHashMap<(usize, String, usize), usize> = FxHashMap::default();
     let mut found = Vec::new();
     let mut outside = 0;
-    let mut since = ops.first().map_or(0, |&(i, _)| trace.gpu_ops[i].ts);
+    let mut since = ops.first().map_or(0, |&(i, _)| trace.gpu_ops.ts(i));
     let mut stretch_from = 0;
     for (at, (i, family)) in ops.iter().enumerate() {
         let Some(family) = family else { continue };
-        let op = &trace.gpu_ops[*i];
+        let op = trace.gpu_ops.at(*i);
         let before = stretch(
             trace,
             &ops[stretch_from..at],
@@ -276,7 +276,7 @@ fn stretch(
     let mut kernels: Vec<(String, Ns)> = Vec::new();
     let mut by_sym: Vec<(Sym, Ns)> = Vec::new();
     for &(i, _) in ops.iter().filter(|(_, f)| f.is_none()) {
-        let op = &trace.gpu_ops[i];
+        let op = trace.gpu_ops.at(i);
         let (start, end) = (op.ts.max(from), op.end().min(to));
         if end <= start {
             continue;
@@ -324,7 +324,7 @@ fn stretch(
             .and_then(|r| trace.runtime.get(r as usize));
         if let Some(call) = call {
             stretch.launch = Some(trace.name(call.name).to_string());
-            stretch.python = frames.worked_before(trace, call, gap_start, observed);
+            stretch.python = frames.worked_before(trace, &call, gap_start, observed);
         }
     }
     stretch

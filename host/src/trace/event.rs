@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::num::NonZeroU64;
 
-pub use crate::trace::compact::{CpuOps, PyFrames};
+pub use crate::trace::compact::{CpuOps, GpuOps, PyFrames, RuntimeCalls};
 use std::path::PathBuf;
 
 /// An interned string of one [`Trace`]'s [`Interner`].
@@ -299,9 +299,10 @@ pub const FOLDED_GPU_OP_NAME: &str = "[GPU op names past the 65536-distinct-name
 pub struct Trace {
     pub path: PathBuf,
     pub strings: Interner,
-    pub gpu_ops: Vec<GpuOp>,
-    pub runtime: Vec<RuntimeCall>,
-    /// Stored compactly (`trace::compact`); read back as [`CpuOp`] / [`PyFrame`] values.
+    /// Stored compactly (`trace::compact`), as are the CPU ops and frames: read back as
+    /// [`GpuOp`], [`RuntimeCall`], [`CpuOp`] and [`PyFrame`] values.
+    pub gpu_ops: GpuOps,
+    pub runtime: RuntimeCalls,
     pub cpu_ops: CpuOps,
     pub py_frames: PyFrames,
     pub annotations: Vec<Annotation>,

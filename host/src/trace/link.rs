@@ -197,7 +197,7 @@ pub fn link(trace: &Trace) -> Linked {
         .iter()
         .zip(&runtime_of)
         .flat_map(|(op, runtime)| {
-            let call = runtime.map(|r| &trace.runtime[r as usize]);
+            let call = runtime.map(|r| trace.runtime.at(r as usize));
             [call.and_then(|c| c.external_id), op.external_id]
         });
     let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
@@ -243,7 +243,9 @@ pub fn link(trace: &Trace) -> Linked {
 /// to `calls`; `counts.linked` counts calls with a cpu_op, `no_stack` those without a
 /// Python frame.
 pub fn link_launches(trace: &Trace, calls: &[u32]) -> Linked {
-    let wanted = calls.iter().map(|&c| trace.runtime[c as usize].external_id);
+    let wanted = calls
+        .iter()
+        .map(|&c| trace.runtime.at(c as usize).external_id);
     let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
     let mut launches = Launches::with_capacity(calls.len());
     for &c in calls {
@@ -298,7 +300,7 @@ fn launch_of_call(
     fallback_external: Option<u64>,
     launches: &mut Launches,
 ) {
-    let call = &trace.runtime[r as usize];
+    let call = trace.runtime.at(r as usize);
     let mut site = LaunchSite {
         runtime: Some(r),
         launch_ts: Some(call.ts),
@@ -407,12 +409,12 @@ fn runtime_calls_of_ops(trace: &Trace) -> (Vec<Option<u32>>, u64) {
     // order of equal starts. 4 bytes a call, no table of lists.
     let mut by_correlation: Vec<u32> = (0..trace.runtime.len() as u32).collect();
     by_correlation.sort_by_key(|&c| {
-        let call = &trace.runtime[c as usize];
-        (call.correlation, call.pid, call.ts)
+        let (calls, c) = (&trace.runtime, c as usize);
+        (calls.correlation(c), calls.pid(c), calls.ts(c))
     });
     let calls_of = |correlation: u64| {
         equal_range(&by_correlation, |&c| {
-            trace.runtime[c as usize].correlation.cmp(&correlation)
+            trace.runtime.correlation(c as usize).cmp(&correlation)
         })
     };
     let owners = track_owners(trace, &calls_of);
@@ -428,7 +430,7 @@ fn runtime_calls_of_ops(trace: &Trace) -> (Vec<Option<u32>>, u64) {
             let own = if one_process {
                 calls
             } else if let Some(&owner) = owners.get(&op.pid) {
-                equal_range(calls, |&c| trace.runtime[c as usize].pid.cmp(&owner))
+                equal_range(calls, |&c| trace.runtime.pid(c as usize).cmp(&owner))
             } else {
                 &[]
             };
@@ -436,14 +438,14 @@ fn runtime_calls_of_ops(trace: &Trace) -> (Vec<Option<u32>>, u64) {
                 return latest_across_processes(trace, calls, op.ts);
             }
             collisions += u64::from(own.len() > 1);
-            nearest_start_at_or_before(own, |&c| trace.runtime[c as usize].ts, op.ts)
+            nearest_start_at_or_before(own, |&c| trace.runtime.ts(c as usize), op.ts)
         })
         .collect();
     (runtime_of, collisions)
 }
 
 fn same_process(trace: &Trace, a: u32, b: u32) -> bool {
-    trace.runtime[a as usize].pid == trace.runtime[b as usize].pid
+    trace.runtime.pid(a as usize) == trace.runtime.pid(b as usize)
 }
 
 /// The launching process of each GPU track (GPU op pid), for traces with more than one
@@ -473,7 +475,7 @@ fn track_owners<'c>(trace: &Trace, calls_of: &impl Fn(u64) -> &'c [u32]) -> Hash
         };
         if calls.iter().all(|&c| same_process(trace, first, c)) {
             *votes
-                .entry((op.pid, trace.runtime[first as usize].pid))
+                .entry((op.pid, trace.runtime.pid(first as usize)))
                 .or_default() += 1;
         }
     }
@@ -519,12 +521,12 @@ fn by_shared_start(trace: &Trace, track: Sym, processes: &[Sym]) -> Option<Sym> 
 /// process, else the earliest; ties by pid text, so event order never decides.
 fn latest_across_processes(trace: &Trace, calls: &[u32], t: Ns) -> Option<u32> {
     let key = |&c: &u32| {
-        let call = &trace.runtime[c as usize];
+        let call = trace.runtime.at(c as usize);
         (call.ts, trace.name(call.pid))
     };
     let before = calls
         .iter()
-        .filter(|&&c| trace.runtime[c as usize].ts <= t + TOLERANCE_NS)
+        .filter(|&&c| trace.runtime.ts(c as usize) <= t + TOLERANCE_NS)
         .max_by(|a, b| {
             let (ta, pa) = key(a);
             let (tb, pb) = key(b);
@@ -910,7 +912,7 @@ mod tests {
                 assert_eq!(site.input_dims, None);
                 continue;
             };
-            let call = &trace.runtime[r as usize];
+            let call = trace.runtime.at(r as usize);
             let candidates: Vec<_> = trace
                 .cpu_ops
                 .iter()
@@ -1014,7 +1016,7 @@ mod tests {
             let linked = link(&trace);
             let mut by_kernel: Vec<(String, Vec<String>)> = (0..trace.gpu_ops.len())
                 .map(|i| {
-                    let name = trace.name(trace.gpu_ops[i].name).to_string();
+                    let name = trace.name(trace.gpu_ops.at(i).name).to_string();
                     (name, frame_names(&trace, &linked, i))
                 })
                 .collect();

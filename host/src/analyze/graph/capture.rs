@@ -70,9 +70,9 @@ pub(crate) fn captured_graphs(trace: &Trace) -> Vec<CapturedGraph> {
         .filter_map(|op| op.correlation)
         .collect();
     let mut launches: Vec<u32> = (0..trace.runtime.len() as u32)
-        .filter(|&c| is_kernel_launch(trace.name(trace.runtime[c as usize].name)))
+        .filter(|&c| is_kernel_launch(trace.name(trace.runtime.at(c as usize).name)))
         .collect();
-    launches.sort_by_key(|&c| trace.runtime[c as usize].ts);
+    launches.sort_by_key(|&c| trace.runtime.ts(c as usize));
 
     // Each window's recorded launches, then one link over all of them.
     let mut recorded: Vec<u32> = Vec::new();
@@ -82,7 +82,7 @@ pub(crate) fn captured_graphs(trace: &Trace) -> Vec<CapturedGraph> {
         let start = recorded.len();
         let mut executed_launches = 0;
         for &c in &launches {
-            let call = &trace.runtime[c as usize];
+            let call = trace.runtime.at(c as usize);
             let inside = (call.pid, call.tid) == (window.pid, window.tid)
                 && window.ts <= call.ts
                 && call.ts <= end;
@@ -115,7 +115,7 @@ pub(crate) fn captured_graphs(trace: &Trace) -> Vec<CapturedGraph> {
                 mode: mode.to_string(),
                 nodes: range
                     .map(|i| {
-                        let call = &trace.runtime[recorded[i] as usize];
+                        let call = trace.runtime.at(recorded[i] as usize);
                         let site = &linked.sites[i];
                         GraphNode {
                             kernel: text(call.kernel),

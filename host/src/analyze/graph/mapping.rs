@@ -166,7 +166,7 @@ pub(crate) fn resolve_from_mapping(
     for (ops, &g) in replays.iter().zip(&replay_graph) {
         let best = graphs[g].1.as_ref();
         for (q, &op) in ops.iter().enumerate() {
-            let dur = i128::from(trace.gpu_ops[op as usize].dur);
+            let dur = i128::from(trace.gpu_ops.at(op as usize).dur);
             summary.replayed_ops += 1;
             summary.replayed_ns += dur;
             if linked.sites[op as usize].source != SiteSource::GraphLaunch {
@@ -236,7 +236,7 @@ fn replays(trace: &Trace, linked: &Linked) -> Vec<Vec<u32>> {
     replays
         .into_iter()
         .map(|(_, mut ops)| {
-            ops.sort_by_key(|&op| (trace.gpu_ops[op as usize].ts, op));
+            ops.sort_by_key(|&op| (trace.gpu_ops.ts(op as usize), op));
             ops
         })
         .collect()
@@ -270,10 +270,12 @@ fn mapping_steps(trace: &Trace, linked: &Linked, side: usize) -> Vec<Step> {
     let mut eager: Vec<u32> = (0..trace.gpu_ops.len() as u32)
         .filter(|&i| {
             let site = &linked.sites[i as usize];
-            trace.gpu_ops[i as usize].pid == gpu && !site.graph_replay && site.launch_ts.is_some()
+            trace.gpu_ops.at(i as usize).pid == gpu
+                && !site.graph_replay
+                && site.launch_ts.is_some()
         })
         .collect();
-    eager.sort_by_key(|&op| (trace.gpu_ops[op as usize].ts, op));
+    eager.sort_by_key(|&op| (trace.gpu_ops.ts(op as usize), op));
     let rank = trace
         .annotations
         .iter()
@@ -369,7 +371,7 @@ impl NameTable {
     fn ids(&mut self, side: usize, trace: &Trace, ops: &[u32]) -> Vec<u32> {
         ops.iter()
             .map(|&op| {
-                let raw = trace.gpu_ops[op as usize].name;
+                let raw = trace.gpu_ops.at(op as usize).name;
                 if let Some(&id) = self.of_raw.get(&(side, raw)) {
                     return id;
                 }
@@ -621,7 +623,7 @@ mod tests {
             }
         }
         // Recounted from the events: resolved and unmatched time.
-        let dur = |op: usize| i128::from(trace.gpu_ops[op].dur);
+        let dur = |op: usize| i128::from(trace.gpu_ops.at(op).dur);
         let resolved: i128 = [0, 1, 3, 4].iter().map(|&op| dur(op)).sum();
         assert_eq!(summary.resolved_ops, [4, 0, 0]);
         assert_eq!(summary.resolved_ns[0], resolved);

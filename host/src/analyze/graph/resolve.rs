@@ -79,16 +79,16 @@ pub(crate) fn resolve_replays(
     // The interned site of each (graph, node) used so far: replays repeat one graph.
     let mut node_sites: HashMap<(usize, usize), NodeSite> = HashMap::default();
     for (r, mut ops) in replays {
-        ops.sort_by_key(|&i| (trace.gpu_ops[i as usize].ts, i));
+        ops.sort_by_key(|&i| (trace.gpu_ops.ts(i as usize), i));
         let durs: Vec<i128> = ops
             .iter()
-            .map(|&i| i128::from(trace.gpu_ops[i as usize].dur))
+            .map(|&i| i128::from(trace.gpu_ops.at(i as usize).dur))
             .collect();
         let replay_ns: i128 = durs.iter().sum();
         summary.replays += 1;
         summary.replayed_ops += ops.len() as u64;
         summary.replayed_ns += replay_ns;
-        let call = &trace.runtime[r as usize];
+        let call = trace.runtime.at(r as usize);
         let step = steps.around(call.pid, call.ts);
         let fitting = graphs.iter().enumerate().filter(|(_, g)| {
             step.is_some_and(|(size, mode)| {
@@ -97,7 +97,7 @@ pub(crate) fn resolve_replays(
         });
         let names: Vec<String> = ops
             .iter()
-            .map(|&i| canonical_name(trace.name(trace.gpu_ops[i as usize].name)))
+            .map(|&i| canonical_name(trace.name(trace.gpu_ops.at(i as usize).name)))
             .collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         // Of several graphs that fit, the one most kernels pair with (first on a tie).

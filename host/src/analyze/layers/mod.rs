@@ -188,16 +188,16 @@ fn add_trace(
         for step in steps {
             let mut kernels: Vec<u32> = step
                 .into_iter()
-                .filter(|&op| trace.gpu_ops[op as usize].kind == GpuKind::Kernel)
+                .filter(|&op| trace.gpu_ops.at(op as usize).kind == GpuKind::Kernel)
                 .collect();
-            kernels.sort_by_key(|&op| (trace.gpu_ops[op as usize].ts, op));
+            kernels.sort_by_key(|&op| (trace.gpu_ops.ts(op as usize), op));
             // Roles come from the (name, stack) cache: nothing is stored per op.
             let roles: Vec<u16> = kernels.iter().map(|&op| labels.role(op as usize)).collect();
             let seen: Vec<Kernel> = kernels
                 .iter()
                 .zip(&roles)
                 .map(|(&op, &role)| {
-                    let name = trace.gpu_ops[op as usize].name;
+                    let name = trace.gpu_ops.at(op as usize).name;
                     Kernel {
                         name: sequence.name_id(trace, name),
                         family: sequence.family_id(trace, name, options.families),
@@ -209,7 +209,7 @@ fn add_trace(
                 acc.no_period += 1;
                 continue;
             };
-            let dur = |op: u32| SumNs::from(trace.gpu_ops[op as usize].dur);
+            let dur = |op: u32| SumNs::from(trace.gpu_ops.at(op as usize).dur);
             let replayed = |op: u32| {
                 linked
                     .sites

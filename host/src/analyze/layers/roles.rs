@@ -50,7 +50,7 @@ impl<'t> RoleLabels<'t> {
 
     /// The role of GPU op `op` (an index into `trace.gpu_ops`).
     pub(super) fn role(&mut self, op: usize) -> RoleId {
-        let name = self.trace.gpu_ops[op].name;
+        let name = self.trace.gpu_ops.at(op).name;
         let stack = self.linked.sites.get(op).and_then(|s| s.stack);
         if let Some(&role) = self.roles.get(&(name, stack)) {
             return role;

@@ -342,7 +342,7 @@ fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage 
     let mut sweep_ops: Vec<SweepOp> = Vec::with_capacity(formal.ops.len());
     let mut location_cache: HashMap<u32, Option<String>> = HashMap::new();
     for &i in &formal.ops {
-        let op = &trace.gpu_ops[i as usize];
+        let op = trace.gpu_ops.at(i as usize);
         let row = *row_of_name.entry(op.name).or_insert_with(|| {
             let canonical = canonical_name(trace.name(op.name));
             *row_of_canonical
@@ -358,9 +358,9 @@ fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage 
                     rows.len() as u32 - 1
                 })
         });
-        let key = (op.pid, stream_key(op));
+        let key = (op.pid, stream_key(&op));
         let stream = *stream_of.entry(key).or_insert_with(|| {
-            stream_labels.push(stream_label(trace, op));
+            stream_labels.push(stream_label(trace, &op));
             stream_labels.len() as u32 - 1
         });
         let totals = &mut rows[row as usize];

@@ -121,7 +121,7 @@ impl ScopeMap {
             ops: 0,
         };
         for &i in &stage.ops {
-            let op = &trace.gpu_ops[i as usize];
+            let op = trace.gpu_ops.at(i as usize);
             map.ops += 1;
             let Some(site) = staged.linked.sites.get(i as usize) else {
                 continue;

@@ -6,7 +6,7 @@ use super::*;
 use crate::catalog::load_roofline_ops;
 use crate::report::model::StageReport;
 use crate::testutil::TraceFixture;
-use crate::trace::event::Trace;
+use crate::trace::event::{GpuOp, Trace};
 use crate::trace::link::{link, Linked};
 use crate::trace::stage::{StageSignal, StageSplit};
 
@@ -42,7 +42,14 @@ fn traced(kernels: &[Launch<'_>]) -> (Trace, Linked) {
     let mut trace = f.build();
     let mut linked = link(&trace);
     for (i, &(_, _, _, _, dims, grid)) in kernels.iter().enumerate() {
-        trace.gpu_ops[i].grid = Some(grid);
+        let op = trace.gpu_ops.at(i);
+        trace.gpu_ops.set(
+            i,
+            GpuOp {
+                grid: Some(grid),
+                ..op
+            },
+        );
         if let Some(dims) = dims {
             linked.sites[i].input_dims = Some(trace.strings.intern(dims));
             linked.sites[i].input_types = Some(trace.strings.intern(if dims.contains(", 32, ") {

@@ -231,7 +231,7 @@ impl<'t> Causes<'t> {
     /// The thread that launched op `op`, if it was linked to a runtime call.
     pub(super) fn launching_thread(&self, op: u32) -> Option<Thread> {
         let site = self.linked.sites.get(op as usize)?;
-        let call = &self.trace.runtime[site.runtime? as usize];
+        let call = self.trace.runtime.at(site.runtime? as usize);
         Some((call.pid, call.tid))
     }
 

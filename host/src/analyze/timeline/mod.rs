@@ -433,7 +433,7 @@ fn top_gaps(
         .collect();
     let known: Vec<host::Window> = windows.iter().flatten().copied().collect();
     let mut activity = host::host_activity(trace, locator, &known).into_iter();
-    let op_name = |op: u32| canonical_name(trace.name(trace.gpu_ops[op as usize].name));
+    let op_name = |op: u32| canonical_name(trace.name(trace.gpu_ops.at(op as usize).name));
     order
         .iter()
         .zip(&windows)

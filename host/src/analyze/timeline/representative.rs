@@ -64,7 +64,7 @@ pub(super) fn representative_step(
     let mut names: Vec<String> = Vec::new();
     let mut name_of: FxHashMap<Sym, usize> = FxHashMap::default();
     for op in inside {
-        let gpu = &trace.gpu_ops[op.op as usize];
+        let gpu = trace.gpu_ops.at(op.op as usize);
         let key = match gpu.stream {
             Some(stream) => LaneKey::Stream(stream),
             None => LaneKey::Thread(gpu.tid),

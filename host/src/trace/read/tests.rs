@@ -299,13 +299,13 @@ fn bare_list_and_string_or_int_labels() {
     let t = read_text(&text).unwrap();
     assert!(t.meta.bare_list);
     assert!(t.meta.keys.is_empty());
-    let k = t.gpu_ops[0];
+    let k = t.gpu_ops.at(0);
     assert_eq!(
         (k.ts, k.dur, k.stream, k.correlation, k.external_id),
         (10500, 2250, Some(7), Some(5), Some(9))
     );
     assert_eq!((t.name(k.pid), t.name(k.tid)), ("0", "7"));
-    let r = t.runtime[0];
+    let r = t.runtime.at(0);
     assert_eq!((r.ts, r.dur, r.correlation), (9000, 1000, 5));
     assert_eq!((t.name(r.pid), t.name(r.tid)), ("12", "12.0"));
 }
@@ -719,8 +719,8 @@ fn events_past_the_in_place_limit_keep_their_fields_and_skip_the_rest() {
     let t = read_trace_in_chunks(&path, &mut |_| {}, CHUNK).unwrap();
     let names: Vec<&str> = t.gpu_ops.iter().map(|op| t.name(op.name)).collect();
     assert_eq!(names, ["k", "blobk", "deep", "spaced"]);
-    assert_eq!(t.gpu_ops[1].correlation, Some(6));
-    assert_eq!(t.gpu_ops[3].dur, 5000);
+    assert_eq!(t.gpu_ops.at(1).correlation, Some(6));
+    assert_eq!(t.gpu_ops.at(3).dur, 5000);
     assert_eq!(t.event_count, 7);
     assert_eq!(t.skipped.malformed, 1);
     assert_eq!(
@@ -1076,7 +1076,7 @@ fn lone_surrogates_in_shapes_and_kernel_names_are_repaired_and_counted() {
     let t = read_events_in_chunks(&events, &[CHUNK, 4]);
     let concrete = t.cpu_ops.at(0).concrete_inputs.map(|s| t.name(s));
     assert_eq!(concrete, Some(r#"["a\ufffd","\ud83d\ude00"]"#));
-    assert_eq!(t.runtime[0].kernel.map(|s| t.name(s)), Some("k\u{fffd}"));
+    assert_eq!(t.runtime.at(0).kernel.map(|s| t.name(s)), Some("k\u{fffd}"));
     let types = t.cpu_ops.at(1).input_types.map(|s| t.name(s));
     assert_eq!(types, Some(r#"["t\ufffd"]"#));
     assert_eq!(t.name(t.cpu_ops.at(1).name), "n\u{fffd}");

@@ -1,16 +1,19 @@
-//! Compact tables for the records a trace holds millions of: Python frames and CPU ops.
+//! Compact tables for the records a trace holds millions of: Python frames and CPU ops
+//! here, GPU ops and runtime calls in [`launch`].
 //!
 //! Why: a 1 GB trace keeps about two million frames and 700,000 CPU ops, and as plain
 //! structs (`i64` times, a pid and a tid each, three `Option<Sym>` shapes, an
 //! `Option<u64>` id) they were 32 and 72 bytes each: most of a triage's peak memory. Here
-//! each is stored in 16 (frame) or 24 (CPU op) bytes, exactly:
+//! each is stored in 12 (frame) or 20 (CPU op) bytes, exactly:
 //!
-//! - the thread (pid, tid) is an index into the table's list of threads (a trace has a
-//!   few dozen);
+//! - the name (a [`Sym`], under 2^24 in any real trace: they hold a few thousand
+//!   strings) and the thread (pid, tid), an index into the table's list of threads (a
+//!   trace has a few dozen), share one `u32`;
 //! - `ts` is an `i32` offset from the start of its block of [`BLOCK`] consecutive
 //!   records (the first one's `ts`): neighbours in a file are close in time;
 //! - `dur` is a `u32` (4.29 s);
-//! - a CPU op's three shape texts are one interned triple, its External id a `u32`;
+//! - a CPU op's three shape texts are one interned triple, its External id a `u32`
+//!   offset from its block's first;
 //! - a value that does not fit (a record far from its block's start, a longer one, a huge
 //!   id) is kept exactly in a side map, so every time stays the exact integer the reader
 //!   read.
@@ -24,25 +27,37 @@ use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
+use std::hash::Hash;
+
 use crate::trace::event::{CpuOp, Ns, PyFrame, Sym};
 
-/// Records per time block: one `i64` base per block (0.5 % of a frame's 16 bytes).
+mod launch;
+pub use launch::{GpuOps, RuntimeCalls};
+
+/// Records per time block: one `i64` base per block (under 0.1 % of a frame's 12 bytes).
 const BLOCK: usize = 1024;
 
 /// An offset or duration kept in a side map instead.
 const FAR_TS: i32 = i32::MIN;
 const LONG_DUR: u32 = u32::MAX;
 
-/// What every compact record has: name, thread, start and duration.
+/// What every compact record has: name and thread, start and duration.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct Packed {
-    name: Sym,
-    thread: u32,
+    /// The name's symbol in the low 24 bits, the thread index in the high 8; or
+    /// [`FAR_NAME`] bits there, and both in `Spans::far_names`.
+    name_thread: u32,
     ts: i32,
     dur: u32,
 }
 
-/// The name, thread and exact times of a table's records, 16 bytes each.
+/// Name symbols and thread indexes that fit [`Packed::name_thread`].
+const NAME_BITS: u32 = 24;
+const NAME_MASK: u32 = (1 << NAME_BITS) - 1;
+/// A thread index of all ones: this record's name and thread are in the side map.
+const FAR_NAME: u32 = u32::MAX >> NAME_BITS;
+
+/// The name, thread and exact times of a table's records, 12 bytes each.
 #[derive(Clone, Debug, Default)]
 struct Spans {
     packed: Vec<Packed>,
@@ -51,6 +66,8 @@ struct Spans {
     /// (pid, tid) of each thread index, and the index of each.
     threads: Vec<(Sym, Sym)>,
     thread_ids: FxHashMap<(Sym, Sym), u32>,
+    /// The (name, thread index) of records where either did not fit, by record index.
+    far_names: FxHashMap<u32, (Sym, u32)>,
     /// Exact values of the records whose `ts` / `dur` did not fit, by record index.
     far_ts: FxHashMap<u32, Ns>,
     long_durs: FxHashMap<u32, Ns>,
@@ -63,9 +80,10 @@ impl Spans {
 
     fn thread_id(&mut self, thread: (Sym, Sym)) -> u32 {
         // Consecutive records are mostly on the thread of the last one.
-        if let Some(&last) = self.packed.last() {
-            if self.threads[last.thread as usize] == thread {
-                return last.thread;
+        if let Some(last) = self.packed.len().checked_sub(1) {
+            let (_, id) = self.name_thread(last);
+            if self.threads[id as usize] == thread {
+                return id;
             }
         }
         let next = self.threads.len() as u32;
@@ -80,6 +98,12 @@ impl Spans {
     fn pack(&mut self, i: usize, name: Sym, thread: (Sym, Sym), ts: Ns, dur: Ns) -> Packed {
         let thread = self.thread_id(thread);
         let key = i as u32;
+        let name_thread = if name.0 <= NAME_MASK && thread < FAR_NAME {
+            name.0 | thread << NAME_BITS
+        } else {
+            self.far_names.insert(key, (name, thread));
+            FAR_NAME << NAME_BITS
+        };
         let offset = ts
             .checked_sub(self.bases[i / BLOCK])
             .and_then(|d| i32::try_from(d).ok())
@@ -96,8 +120,7 @@ impl Spans {
             }
         };
         Packed {
-            name,
-            thread,
+            name_thread,
             ts,
             dur,
         }
@@ -114,9 +137,32 @@ impl Spans {
 
     /// Replaces record `i`'s values (its block's base stays).
     fn set(&mut self, i: usize, name: Sym, thread: (Sym, Sym), ts: Ns, dur: Ns) {
+        self.far_names.remove(&(i as u32));
         self.far_ts.remove(&(i as u32));
         self.long_durs.remove(&(i as u32));
         self.packed[i] = self.pack(i, name, thread, ts, dur);
+    }
+
+    /// Record `i`'s start alone.
+    fn ts(&self, i: usize) -> Ns {
+        match self.packed[i].ts {
+            FAR_TS => self.far_ts[&(i as u32)],
+            offset => self.bases[i / BLOCK] + Ns::from(offset),
+        }
+    }
+
+    /// Record `i`'s name and thread index.
+    fn name_thread(&self, i: usize) -> (Sym, u32) {
+        let bits = self.packed[i].name_thread;
+        match bits >> NAME_BITS {
+            FAR_NAME => self.far_names[&(i as u32)],
+            thread => (Sym(bits & NAME_MASK), thread),
+        }
+    }
+
+    /// Record `i`'s (pid, tid) alone.
+    fn thread(&self, i: usize) -> (Sym, Sym) {
+        self.threads[self.name_thread(i).1 as usize]
     }
 
     /// (name, (pid, tid), ts, dur) of record `i`.
@@ -130,7 +176,8 @@ impl Spans {
             LONG_DUR => self.long_durs[&(i as u32)],
             dur => Ns::from(dur),
         };
-        (p.name, self.threads[p.thread as usize], ts, dur)
+        let (name, thread) = self.name_thread(i);
+        (name, self.threads[thread as usize], ts, dur)
     }
 
     fn shrink_to_fit(&mut self) {
@@ -143,8 +190,101 @@ impl Spans {
             + self.bases.capacity() * size_of::<Ns>()
             + self.threads.capacity() * size_of::<(Sym, Sym)>()
             + map_bytes(&self.thread_ids)
+            + map_bytes(&self.far_names)
             + map_bytes(&self.far_ts)
             + map_bytes(&self.long_durs)
+    }
+}
+
+/// A packed id: none, or one kept in the side map.
+const NO_ID: u32 = u32::MAX;
+const FAR_ID: u32 = u32::MAX - 1;
+
+/// Optional ids (correlation, External id) in 4 bytes each: an offset from the first id
+/// of the record's block of [`BLOCK`] (ids count up through a file, so neighbours are
+/// close, however large: a tiled trace's pass beyond 2^32), or [`NO_ID`]. An id too far
+/// from its block's first is kept exactly in a side map by record index.
+#[derive(Clone, Debug, Default)]
+struct Ids {
+    /// Each block's first id, once it has one.
+    bases: Vec<Option<u64>>,
+    far: FxHashMap<u32, u64>,
+}
+
+impl Ids {
+    /// The packed form of record `i`'s id.
+    fn pack(&mut self, i: usize, id: Option<u64>) -> u32 {
+        let Some(id) = id else { return NO_ID };
+        let block = i / BLOCK;
+        if self.bases.len() <= block {
+            self.bases.resize(block + 1, None);
+        }
+        let base = *self.bases[block].get_or_insert(id);
+        let offset = i128::from(id) - i128::from(base);
+        // An `i32` offset's bits, but for the two sentinels'.
+        match i32::try_from(offset).map(|d| d as u32) {
+            Ok(bits) if bits < FAR_ID => bits,
+            _ => {
+                self.far.insert(i as u32, id);
+                FAR_ID
+            }
+        }
+    }
+
+    fn unpack(&self, i: usize, packed: u32) -> Option<u64> {
+        match packed {
+            NO_ID => None,
+            FAR_ID => Some(self.far[&(i as u32)]),
+            bits => {
+                let base = self.bases[i / BLOCK].unwrap_or_default();
+                Some(base.wrapping_add_signed(i64::from(bits as i32)))
+            }
+        }
+    }
+
+    /// Drops record `i`'s side entry, before it is packed again.
+    fn forget(&mut self, i: usize) {
+        self.far.remove(&(i as u32));
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.bases.capacity() * size_of::<Option<u64>>() + map_bytes(&self.far)
+    }
+}
+
+/// Each distinct value once, by a `u32` index (values that repeat across records: a GPU
+/// op's stream, a launch's geometry).
+#[derive(Clone, Debug)]
+struct Distinct<T> {
+    values: Vec<T>,
+    ids: FxHashMap<T, u32>,
+}
+
+impl<T> Default for Distinct<T> {
+    fn default() -> Self {
+        Distinct {
+            values: Vec::new(),
+            ids: FxHashMap::default(),
+        }
+    }
+}
+
+impl<T: Copy + Eq + Hash> Distinct<T> {
+    fn id(&mut self, value: T) -> u32 {
+        let next = self.values.len() as u32;
+        let id = *self.ids.entry(value).or_insert(next);
+        if id == next {
+            self.values.push(value);
+        }
+        id
+    }
+
+    fn get(&self, id: u32) -> T {
+        self.values[id as usize]
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.values.capacity() * size_of::<T>() + map_bytes(&self.ids)
     }
 }
 
@@ -153,7 +293,7 @@ fn map_bytes<K, V>(map: &FxHashMap<K, V>) -> usize {
     map.capacity() * (size_of::<(K, V)>() + 1)
 }
 
-/// The Python frames of a trace, 16 bytes each; read back as [`PyFrame`] values.
+/// The Python frames of a trace, 12 bytes each; read back as [`PyFrame`] values.
 #[derive(Clone, Default)]
 pub struct PyFrames {
     spans: Spans,
@@ -190,14 +330,11 @@ impl PyFrames {
 
     /// The (pid, tid) of frame `i`, without decoding its times.
     pub fn thread(&self, i: usize) -> (Sym, Sym) {
-        self.spans.threads[self.spans.packed[i].thread as usize]
+        self.spans.thread(i)
     }
 
     pub fn iter(&self) -> Records<'_, PyFrames> {
-        Records {
-            table: self,
-            range: 0..self.len(),
-        }
+        Records::new(self, self.len())
     }
 
     /// Gives back the room kept for growth, once the read is done.
@@ -214,29 +351,25 @@ impl PyFrames {
 /// A CPU op's fields past name, thread and times: 8 bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct CpuExtra {
-    /// `external_id`, or [`NO_ID`] / [`FAR_ID`] (then in `CpuOps::far_ids`).
+    /// `external_id` as [`Ids`] packs it.
     external_id: u32,
     /// Index into `CpuOps::shapes`, or [`NO_SHAPES`].
     shapes: u32,
 }
 
-const NO_ID: u32 = u32::MAX;
-const FAR_ID: u32 = u32::MAX - 1;
 const NO_SHAPES: u32 = u32::MAX;
 
 /// `input_dims`, `input_types`, `concrete_inputs` of one CPU op.
 type Shapes = [Option<Sym>; 3];
 
-/// The CPU ops of a trace, 24 bytes each; read back as [`CpuOp`] values.
+/// The CPU ops of a trace, 20 bytes each; read back as [`CpuOp`] values.
 #[derive(Clone, Default)]
 pub struct CpuOps {
     spans: Spans,
     extra: Vec<CpuExtra>,
-    /// External ids past `u32`, by op index.
-    far_ids: FxHashMap<u32, u64>,
+    external_ids: Ids,
     /// Each distinct shape triple once (shapes repeat: a model runs the same ops).
-    shapes: Vec<Shapes>,
-    shape_ids: FxHashMap<Shapes, u32>,
+    shapes: Distinct<Shapes>,
 }
 
 impl CpuOps {
@@ -249,30 +382,14 @@ impl CpuOps {
     }
 
     fn extra_of(&mut self, i: usize, op: &CpuOp) -> CpuExtra {
-        let external_id = match op.external_id {
-            None => NO_ID,
-            Some(id) => match u32::try_from(id).ok().filter(|&id| id < FAR_ID) {
-                Some(id) => id,
-                None => {
-                    self.far_ids.insert(i as u32, id);
-                    FAR_ID
-                }
-            },
-        };
         let shapes: Shapes = [op.input_dims, op.input_types, op.concrete_inputs];
-        let shapes = if shapes == [None; 3] {
-            NO_SHAPES
-        } else {
-            let next = self.shapes.len() as u32;
-            let id = *self.shape_ids.entry(shapes).or_insert(next);
-            if id == next {
-                self.shapes.push(shapes);
-            }
-            id
-        };
         CpuExtra {
-            external_id,
-            shapes,
+            external_id: self.external_ids.pack(i, op.external_id),
+            shapes: if shapes == [None; 3] {
+                NO_SHAPES
+            } else {
+                self.shapes.id(shapes)
+            },
         }
     }
 
@@ -284,7 +401,7 @@ impl CpuOps {
 
     /// Replaces op `i` (panics past the end).
     pub fn set(&mut self, i: usize, op: CpuOp) {
-        self.far_ids.remove(&(i as u32));
+        self.external_ids.forget(i);
         self.extra[i] = self.extra_of(i, &op);
         self.spans.set(i, op.name, (op.pid, op.tid), op.ts, op.dur);
     }
@@ -293,14 +410,10 @@ impl CpuOps {
     pub fn at(&self, i: usize) -> CpuOp {
         let (name, (pid, tid), ts, dur) = self.spans.at(i);
         let extra = self.extra[i];
-        let external_id = match extra.external_id {
-            NO_ID => None,
-            FAR_ID => Some(self.far_ids[&(i as u32)]),
-            id => Some(u64::from(id)),
-        };
+        let external_id = self.external_ids.unpack(i, extra.external_id);
         let [input_dims, input_types, concrete_inputs] = match extra.shapes {
             NO_SHAPES => [None; 3],
-            id => self.shapes[id as usize],
+            id => self.shapes.get(id),
         };
         CpuOp {
             name,
@@ -321,14 +434,11 @@ impl CpuOps {
 
     /// The (pid, tid) of op `i`, without decoding the rest.
     pub fn thread(&self, i: usize) -> (Sym, Sym) {
-        self.spans.threads[self.spans.packed[i].thread as usize]
+        self.spans.thread(i)
     }
 
     pub fn iter(&self) -> Records<'_, CpuOps> {
-        Records {
-            table: self,
-            range: 0..self.len(),
-        }
+        Records::new(self, self.len())
     }
 
     /// Gives back the room kept for growth, once the read is done.
@@ -341,9 +451,8 @@ impl CpuOps {
     pub fn heap_bytes(&self) -> usize {
         self.spans.heap_bytes()
             + self.extra.capacity() * size_of::<CpuExtra>()
-            + map_bytes(&self.far_ids)
-            + self.shapes.capacity() * size_of::<Shapes>()
-            + map_bytes(&self.shape_ids)
+            + self.external_ids.heap_bytes()
+            + self.shapes.heap_bytes()
     }
 }
 
@@ -372,6 +481,15 @@ impl RecordTable for CpuOps {
 pub struct Records<'t, T> {
     table: &'t T,
     range: Range<usize>,
+}
+
+impl<'t, T> Records<'t, T> {
+    fn new(table: &'t T, len: usize) -> Self {
+        Records {
+            table,
+            range: 0..len,
+        }
+    }
 }
 
 impl<T: RecordTable> Iterator for Records<'_, T> {
@@ -545,11 +663,100 @@ mod tests {
         let mut table: CpuOps = ops.iter().copied().collect();
         assert_eq!(table.iter().collect::<Vec<_>>(), ops);
         // Two ops with one triple share it.
-        assert_eq!(table.shapes.len(), 3);
+        assert_eq!(table.shapes.values.len(), 3);
         let changed = op(9, Some(u64::MAX - 1), [None, Some(Sym(8)), None]);
         table.set(2, changed);
         assert_eq!(table.at(2), changed);
         assert_eq!(table.at(3), ops[3]);
+    }
+
+    #[test]
+    fn names_and_threads_past_their_bits_read_back_exactly() {
+        // 300 threads (past the 8-bit index) and names past 2^24, among ordinary ones.
+        let frames: Vec<PyFrame> = (0..2_000u32)
+            .map(|i| {
+                let name = if i % 7 == 0 { u32::MAX - i } else { i % 50 };
+                frame(name, 1_000 * Ns::from(i), 3, i % 300)
+            })
+            .collect();
+        let mut table: PyFrames = frames.iter().copied().collect();
+        assert_eq!(table.iter().collect::<Vec<_>>(), frames);
+        assert_eq!(table.thread(299), (Sym(0), Sym(299)));
+        // A far record made ordinary, and back.
+        let mut ops: CpuOps = frames
+            .iter()
+            .map(|f| CpuOp {
+                name: f.name,
+                ts: f.ts,
+                dur: f.dur,
+                pid: f.pid,
+                tid: f.tid,
+                external_id: None,
+                input_dims: None,
+                input_types: None,
+                concrete_inputs: None,
+            })
+            .collect();
+        let near = CpuOp {
+            name: Sym(3),
+            tid: Sym(1),
+            ..ops.at(0)
+        };
+        ops.set(0, near);
+        assert_eq!(ops.at(0), near);
+        assert_eq!(ops.spans.far_names.get(&0), None);
+        let far = CpuOp {
+            name: Sym(1 << 24),
+            ..near
+        };
+        ops.set(0, far);
+        assert_eq!(ops.at(0), far);
+        assert_eq!(ops.thread(0), (Sym(0), Sym(1)));
+        table.push(frame(1 << 24, 5, 5, 299));
+        assert_eq!(table.at(frames.len()), frame(1 << 24, 5, 5, 299));
+    }
+
+    #[test]
+    fn ids_pack_as_offsets_in_their_block_whatever_their_size() {
+        let mut ids = Ids::default();
+        // A tiled trace's ids, past u32, counting up and down a little: no side entry.
+        let tiled: Vec<Option<u64>> = (0..3 * BLOCK as u64)
+            .map(|i| (i % 5 != 0).then(|| 12_862_522_656 + i * 3 - (i % 7) * 11))
+            .collect();
+        let packed: Vec<u32> = tiled
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| ids.pack(i, id))
+            .collect();
+        assert!(ids.far.is_empty());
+        // The sentinels' own offsets (-1, -2 from the base), the extremes, a block whose
+        // first record has none.
+        let n = packed.len();
+        let edge = [
+            None,
+            Some(u64::MAX),
+            Some(u64::MAX - 1),
+            Some(u64::MAX - 2),
+            Some(u64::MAX - 3),
+            Some(0),
+            Some(u64::MAX - 3 - (1 << 31)),
+            Some(u64::MAX - 4),
+        ];
+        let edge_packed: Vec<u32> = edge
+            .iter()
+            .enumerate()
+            .map(|(k, &id)| ids.pack(n + k, id))
+            .collect();
+        for (i, (&id, &bits)) in tiled
+            .iter()
+            .chain(&edge)
+            .zip(packed.iter().chain(&edge_packed))
+            .enumerate()
+        {
+            assert_eq!(ids.unpack(i, bits), id, "record {i}");
+        }
+        // u64::MAX is the block's base: -1 and -2 (the sentinels), 0 and -3 - 2^31 are far.
+        assert_eq!(ids.far.len(), 4);
     }
 
     #[test]
