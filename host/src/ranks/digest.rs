@@ -237,7 +237,7 @@ fn stage_collectives(
 fn compute_union(trace: &Trace, ops: &[(usize, Option<String>)]) -> Vec<(Ns, Ns)> {
     let mut union: Vec<(Ns, Ns)> = Vec::new();
     for &(i, _) in ops.iter().filter(|(_, f)| f.is_none()) {
-        let op = &trace.gpu_ops[i];
+        let op = trace.gpu_ops.at(i);
         if op.kind != GpuKind::Kernel {
             continue;
         }
