@@ -179,7 +179,9 @@ fn read_in_scope(
         Ok(source) => source,
         Err(e) => return (Err(e), ReadCounts::default()),
     };
-    let scan_ahead = (parser == EventParser::Fast).then_some(scope);
+    // A digest read runs beside other ranks' reads (`ranks`), which keep the cores busy
+    // already: a scan-ahead thread would add only its hand-off.
+    let scan_ahead = (parser == EventParser::Fast && scope == ReadScope::Full).then_some(scope);
     let mut stream = ByteStream::new(source, progress, chunk, scan_ahead);
     let mut sink = TraceSink::new(path, parser, scope);
     let outcome = read_document(&mut stream, &mut sink);
