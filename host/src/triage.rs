@@ -165,11 +165,16 @@ pub(crate) enum Depth {
 }
 
 impl Depth {
-    /// What the read keeps: a digest reads no CPU op shapes (`ReadScope::Digest`).
+    /// What the read keeps: a digest needs no CPU op shapes (`ReadScope::Digest`). With
+    /// `LLM_TRIAGE_DIGEST_READ=full` in the environment a digest reads in full: tests
+    /// check that both give byte-identical `--all-ranks` reports.
     fn read_scope(self) -> ReadScope {
         match self {
             Depth::Report => ReadScope::Full,
-            Depth::Digest => ReadScope::Digest,
+            Depth::Digest => match std::env::var_os("LLM_TRIAGE_DIGEST_READ") {
+                Some(v) if v == "full" => ReadScope::Full,
+                _ => ReadScope::Digest,
+            },
         }
     }
 }
