@@ -1511,7 +1511,9 @@ fn resolved(trace: &Trace, record: &impl std::fmt::Debug) -> String {
         let digits = after.bytes().take_while(u8::is_ascii_digit).count();
         match after[..digits].parse::<u32>() {
             Ok(n) if after[digits..].starts_with(')') => {
-                out.push_str(&format!("{:?}", trace.name(crate::trace::event::Sym(n))));
+                out.push('"');
+                out.push_str(trace.name(crate::trace::event::Sym(n)));
+                out.push('"');
                 rest = &after[digits + 1..];
             }
             _ => {
