@@ -34,7 +34,7 @@ use crate::trace::evidence::evidence;
 use crate::trace::graph_capture::graph_capture;
 use crate::trace::link::{collision_note, link, Linked};
 use crate::trace::model::model_class;
-use crate::trace::read::read_trace;
+use crate::trace::read::{read_trace_scoped, ReadScope};
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
 /// What the user asked for, in domain terms (the CLI maps flags onto this).
@@ -164,6 +164,21 @@ pub(crate) enum Depth {
     Digest,
 }
 
+impl Depth {
+    /// What the read keeps: a digest needs no CPU op shapes (`ReadScope::Digest`). With
+    /// `LLM_TRIAGE_DIGEST_READ=full` in the environment a digest reads in full: tests
+    /// check that both give byte-identical `--all-ranks` reports.
+    fn read_scope(self) -> ReadScope {
+        match self {
+            Depth::Report => ReadScope::Full,
+            Depth::Digest => match std::env::var_os("LLM_TRIAGE_DIGEST_READ") {
+                Some(v) if v == "full" => ReadScope::Full,
+                _ => ReadScope::Digest,
+            },
+        }
+    }
+}
+
 /// What one triage hands an observer before its traces are dropped: the all-ranks
 /// analysis digests each rank from this (`ranks::digest`).
 pub(crate) struct Observed<'a> {
@@ -215,7 +230,7 @@ pub(crate) fn run_observed(
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
     sets.extend(mapping_set.as_mut());
-    let mut read = read_sets(&mut sets, request.progress)?.into_iter();
+    let mut read = read_sets(&mut sets, request.progress, depth.read_scope())?.into_iter();
     let traces = read.next().unwrap_or_default();
     let mapping_traces = read.next().unwrap_or_default();
     diffusers_fallback::check_frames(&traces)?;
@@ -518,7 +533,11 @@ fn read_captures(
     let file_refs: Vec<&TraceFile> = files.iter().collect();
     let mut graphs = Vec::new();
     let mut notes = Vec::new();
-    for ((path, was_given), read) in paths.iter().zip(read_all(&file_refs, progress)) {
+    for ((path, was_given), read) in
+        paths
+            .iter()
+            .zip(read_all(&file_refs, progress, ReadScope::Full))
+    {
         let trace = match read {
             Ok(trace) => trace,
             Err(e) if *was_given => return Err(e),
@@ -674,9 +693,13 @@ pub(crate) fn load_plugins(cli_dirs: &[PathBuf]) -> Result<PluginSet> {
 
 /// Reads every file of every set at once (mapping and formal sets concurrently), and
 /// returns the traces set by set, each set left holding the files that were read.
-fn read_sets(sets: &mut [&mut TraceSet], progress: bool) -> Result<Vec<Vec<Trace>>> {
+fn read_sets(
+    sets: &mut [&mut TraceSet],
+    progress: bool,
+    scope: ReadScope,
+) -> Result<Vec<Vec<Trace>>> {
     let files: Vec<&TraceFile> = sets.iter().flat_map(|s| &s.files).collect();
-    let mut results = read_all(&files, progress).into_iter();
+    let mut results = read_all(&files, progress, scope).into_iter();
     let per_set: Vec<Vec<Result<Trace>>> = sets
         .iter()
         .map(|set| results.by_ref().take(set.files.len()).collect())
@@ -721,7 +744,7 @@ fn keep_readable(set: &mut TraceSet, read: Vec<Result<Trace>>) -> Result<Vec<Tra
 }
 
 /// Reads every file, in parallel, with one progress bar over all bytes.
-fn read_all(files: &[&TraceFile], progress: bool) -> Vec<Result<Trace>> {
+fn read_all(files: &[&TraceFile], progress: bool, read_scope: ReadScope) -> Vec<Result<Trace>> {
     let total: u64 = files
         .iter()
         .filter_map(|f| std::fs::metadata(&f.path).ok())
@@ -747,12 +770,13 @@ fn read_all(files: &[&TraceFile], progress: bool) -> Vec<Result<Trace>> {
                 let (bar, done) = (&bar, &done);
                 scope.spawn(move || {
                     let mut seen = 0u64;
-                    read_trace(&file.path, &mut |consumed| {
+                    let mut progress = |consumed: u64| {
                         let delta = consumed.saturating_sub(seen);
                         seen = consumed;
                         done.fetch_add(delta, Ordering::Relaxed);
                         bar.inc(delta);
-                    })
+                    };
+                    read_trace_scoped(&file.path, &mut progress, read_scope)
                 })
             })
             .collect();

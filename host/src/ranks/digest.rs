@@ -183,7 +183,7 @@ fn stage_collectives(
     streams.sort_unstable();
     streams.dedup();
     let compute = compute_union(trace, &ops);
-    let frames = ThreadFrames::of(trace);
+    let mut frames = ThreadFrames::of(trace);
     let mut names: FxHashMap<Sym, String> = FxHashMap::default();
     let mut ordinals: FxHashMap<(usize, String, usize), usize> = FxHashMap::default();
     let mut found = Vec::new();
@@ -198,7 +198,7 @@ fn stage_collectives(
             &ops[stretch_from..at],
             since,
             op.ts,
-            &frames,
+            &mut frames,
             &mut names,
             observed,
         );
@@ -266,7 +266,7 @@ fn stretch(
     ops: &[(usize, Option<String>)],
     from: Ns,
     to: Ns,
-    frames: &ThreadFrames,
+    frames: &mut ThreadFrames,
     names: &mut FxHashMap<Sym, String>,
     observed: &Observed<'_>,
 ) -> Stretch {
@@ -337,6 +337,11 @@ type FrameSpan = (Ns, Ns, Sym);
 /// stretches' host side: one sort per rank, a binary search per stretch).
 struct ThreadFrames {
     by_thread: FxHashMap<(Sym, Sym), Vec<FrameSpan>>,
+    /// Each frame name's engine location (an index into `names`), once per name: the
+    /// locator's path matching was 40% of a digest before (a few thousand distinct
+    /// names, millions of frames).
+    location_of: FxHashMap<Sym, Option<usize>>,
+    locations: Vec<String>,
 }
 
 impl ThreadFrames {
@@ -351,13 +356,18 @@ impl ThreadFrames {
         for frames in by_thread.values_mut() {
             frames.sort_unstable();
         }
-        ThreadFrames { by_thread }
+        ThreadFrames {
+            by_thread,
+            location_of: FxHashMap::default(),
+            locations: Vec::new(),
+        }
     }
 
     /// The engine frame that started after `gap_start` and ended before `call` began on
-    /// its thread (work done instead of launching), the longest; with its length.
+    /// its thread (work done instead of launching), the longest (the first location by
+    /// name among equals); with its length.
     fn worked_before(
-        &self,
+        &mut self,
         trace: &Trace,
         call: &crate::trace::event::RuntimeCall,
         gap_start: Ns,
@@ -365,15 +375,30 @@ impl ThreadFrames {
     ) -> Option<(String, Ns)> {
         let frames = self.by_thread.get(&(call.pid, call.tid))?;
         let first = frames.partition_point(|f| f.0 < gap_start);
-        frames[first..]
+        let mut best: Option<(usize, Ns)> = None;
+        for &(start, end, name) in frames[first..]
             .iter()
             .take_while(|f| f.0 < call.ts)
             .filter(|f| f.1 <= call.ts)
-            .filter_map(|&(start, end, name)| {
+        {
+            let locations = &mut self.locations;
+            let at = *self.location_of.entry(name).or_insert_with(|| {
                 let location = observed.locator.location(&[trace.name(name)])?;
-                Some((location, end - start))
-            })
-            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                locations.push(location);
+                Some(locations.len() - 1)
+            });
+            let Some(at) = at else { continue };
+            let longer = best.is_none_or(|(best_at, best_len)| {
+                (end - start)
+                    .cmp(&best_len)
+                    .then(self.locations[best_at].cmp(&self.locations[at]))
+                    .is_ge()
+            });
+            if longer {
+                best = Some((at, end - start));
+            }
+        }
+        best.map(|(at, len)| (self.locations[at].clone(), len))
     }
 }
 

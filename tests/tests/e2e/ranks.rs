@@ -13,11 +13,12 @@
 //! these sections.
 
 use llm_triage_tests::ranks::{
-    rank_runs, spoil_events, write_rank_runs, write_run, RankTruth, Spoiled, StepLabels,
+    rank_runs, spoil_events, write_ep_runs, write_rank_runs, write_run, RankTruth, Spoiled,
+    StepLabels,
 };
 use serde_json::Value;
 
-use crate::util::{llm_triage, raw_events, triage_json, us_to_ns};
+use crate::util::{llm_triage, raw_events, shared_trace, triage_json, us_to_ns};
 
 /// Integer ns from a report µs value (the report divides exact ns by 1000).
 fn ns(v: &Value) -> i64 {
@@ -304,6 +305,83 @@ fn check_report(truth: &RankTruth, report: &Value) {
             want.detail.as_str(),
             "{dir} step {}: {got}",
             want.step
+        );
+    }
+}
+
+/// `--all-ranks --format json` on `dir`, its digest ranks read lean (the default) or, with
+/// `full`, in full (`LLM_TRIAGE_DIGEST_READ=full`).
+fn all_ranks_json(dir: &std::path::Path, full: bool) -> Vec<u8> {
+    let mut cmd = llm_triage();
+    cmd.args([
+        "--input",
+        &dir.display().to_string(),
+        "--all-ranks",
+        "--format",
+        "json",
+    ]);
+    if full {
+        cmd.env("LLM_TRIAGE_DIGEST_READ", "full");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The ranks but the reference are read lean (no CPU op shapes, unread `args` skipped
+/// unchecked: `ReadScope::Digest`); their digests, so the report, are those of a full
+/// read: on every generated run (eager, graph, expert-parallel splits, skipped events)
+/// and on the shared traces as the ranks of one run (each a non-reference rank).
+#[test]
+fn digest_ranks_read_lean_give_the_report_of_a_full_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs: Vec<std::path::PathBuf> = write_rank_runs(&dir.path().join("runs"))
+        .unwrap()
+        .into_iter()
+        .chain(write_ep_runs(&dir.path().join("ep")).unwrap())
+        .map(|t| t.dir)
+        .collect();
+    let shared = dir.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let names = [
+        "AMD-AGI__TraceLens__eager_trace.json.gz",
+        "AMD-AGI__TraceLens__bs_32_rank0.json.gz",
+        "pytorch__kineto__worker0.pt.trace.json.gz",
+        "facebookresearch__HolisticTraceAnalysis__nccl_data.json.gz",
+        "AMD-AGI__TraceLens__sglang_Qwen3-8B_prefilldecode.json.gz",
+        "zhang-yuhui__nano-vllm__decode_gpu_0.json",
+    ];
+    for (rank, name) in names.iter().enumerate() {
+        let ext = if name.ends_with(".gz") {
+            "json.gz"
+        } else {
+            "json"
+        };
+        std::fs::copy(
+            shared_trace(name),
+            shared.join(format!("rank{rank}.pt.trace.{ext}")),
+        )
+        .unwrap();
+    }
+    runs.push(shared);
+    for run in &runs {
+        let lean = all_ranks_json(run, false);
+        let full = all_ranks_json(run, true);
+        let report: Value = serde_json::from_slice(&lean).unwrap();
+        assert!(
+            report["ranks"].as_array().is_some_and(|r| r.len() >= 2),
+            "{}: {report}",
+            run.display()
+        );
+        assert!(
+            lean == full,
+            "{}: lean and full reads report differently",
+            run.display()
         );
     }
 }

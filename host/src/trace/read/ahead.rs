@@ -22,6 +22,7 @@ use std::borrow::Cow;
 
 use super::raw::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text};
 use super::scan::{scan_event, Scan};
+use super::ReadScope;
 
 /// One element the scanner read: where it starts in the document, its length and its
 /// fields.
@@ -225,13 +226,13 @@ impl ScannedEvent {
 /// Scans the events of one block, whose first byte is at document offset `base`, into
 /// `out`: from each guessed element start, then from element to element while the
 /// scanner reads them, guessing again after anything it declines.
-pub(super) fn scan_block(text: &str, base: u64, out: &mut Vec<Scanned>) {
+pub(super) fn scan_block(text: &str, base: u64, scope: ReadScope, out: &mut Vec<Scanned>) {
     let bytes = text.as_bytes();
     let mut at = guess_element(bytes, 0);
     while let Some(x) = at {
         // `x` is at a `{`, an ASCII byte, so a character boundary.
         let Some(rest) = text.get(x..) else { return };
-        match scan_event(rest) {
+        match scan_event(rest, scope) {
             Scan::Event(event, len) => {
                 if let Some(scanned) = rest.get(..len).and_then(|e| ScannedEvent::of(&event, e)) {
                     out.push(Scanned {

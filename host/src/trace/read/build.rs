@@ -11,12 +11,14 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::devices::DeviceProperties;
-use super::optional::{array_sym, compact_json, count, dim3, ratio, string_text};
+use super::optional::{
+    array_sym, compact_json, count, dim3, lone_surrogate_strings, ratio, string_text,
+};
 use super::raw::{Id, Label, RawArgs, RawEvent, RawText, Text};
 use super::stream::{json_fail, Fail};
 use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
 use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
-use super::EventParser;
+use super::{EventParser, ReadScope};
 use crate::trace::event::{
     Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Schema, SplitSizes, Sym, Trace,
     FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES,
@@ -58,6 +60,7 @@ fn oversized_field(ev: &RawEvent) -> Option<&'static str> {
 pub(super) struct TraceSink {
     pub(super) trace: Trace,
     pub(super) parser: EventParser,
+    pub(super) scope: ReadScope,
     /// The last integer pids/tids interned: consecutive events mostly share them, and
     /// this skips formatting and hashing their text again.
     recent_ints: [Option<(i64, Sym)>; 2],
@@ -147,13 +150,14 @@ fn looks_like_python_scope(name: &str) -> bool {
 }
 
 impl TraceSink {
-    pub(super) fn new(path: &Path, parser: EventParser) -> Self {
+    pub(super) fn new(path: &Path, parser: EventParser, scope: ReadScope) -> Self {
         TraceSink {
             trace: Trace {
                 path: path.to_path_buf(),
                 ..Trace::default()
             },
             parser,
+            scope,
             recent_ints: [None; 2],
             gpu_names: Vec::new(),
             gpu_name_count: 0,
@@ -388,6 +392,26 @@ impl TraceSink {
                 };
                 self.trace.runtime.push(call);
             }
+            Class::CpuOp if self.scope == ReadScope::Digest => {
+                // No shapes, but their counts: as `shape` would, a legacy `Input dims`
+                // only where there is no `Input Dims` list.
+                if !self.shape_counted(args, |a| a.input_dims, "args.Input Dims") {
+                    self.shape_counted(args, |a| a.legacy_input_dims, "args.Input dims");
+                }
+                self.shape_counted(args, |a| a.input_types, "args.Input type");
+                self.shape_counted(args, |a| a.concrete_inputs, "args.Concrete Inputs");
+                self.trace.cpu_ops.push(CpuOp {
+                    name,
+                    ts,
+                    dur,
+                    pid,
+                    tid,
+                    external_id,
+                    input_dims: None,
+                    input_types: None,
+                    concrete_inputs: None,
+                });
+            }
             Class::CpuOp => {
                 let input_dims = self
                     .shape(args, |a| a.input_dims, "args.Input Dims")
@@ -480,6 +504,24 @@ impl TraceSink {
             &mut self.scratch,
             &mut trace.lone_surrogate_strings,
         )
+    }
+
+    /// [`TraceSink::shape`] in a [`ReadScope::Digest`] read: what it counts (an
+    /// oversized value, lone surrogates), not the shape; whether it would have been one.
+    fn shape_counted<'e>(
+        &mut self,
+        args: Option<&RawArgs<'e>>,
+        value: fn(&RawArgs<'e>) -> Option<RawText<'e>>,
+        field: &'static str,
+    ) -> bool {
+        let Some(text) = self.optional_text(args, value, field) else {
+            return false;
+        };
+        if !text.starts_with('[') {
+            return false;
+        }
+        self.trace.lone_surrogate_strings += lone_surrogate_strings(text);
+        true
     }
 
     /// An op's split sizes and collective facts, kept when a split list is not empty

@@ -254,7 +254,7 @@ fn scan_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<
         let Some(text) = stream.unread_text() else {
             return Ok(false);
         };
-        match scan::scan_event(text) {
+        match scan::scan_event(text, sink.scope) {
             Scan::Event(event, len) => {
                 sink.trace.event_count += 1;
                 sink.add_event(event);

@@ -83,11 +83,20 @@ use stream::{ByteStream, CHUNK};
 /// With `LLM_TRIAGE_READER=reference` in the environment it reads like
 /// [`read_trace_reference`]: tests check that both give byte-identical reports.
 pub fn read_trace(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<Trace, TriageError> {
+    read_trace_scoped(path, progress, ReadScope::Full)
+}
+
+/// [`read_trace`] keeping only what `scope` needs.
+pub fn read_trace_scoped(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    scope: ReadScope,
+) -> Result<Trace, TriageError> {
     let parser = match std::env::var_os("LLM_TRIAGE_READER") {
         Some(v) if v == "reference" => EventParser::Reference,
         _ => EventParser::Fast,
     };
-    read_trace_with(path, progress, CHUNK, parser)
+    read_in_scope(path, progress, CHUNK, parser, scope).0
 }
 
 /// [`read_trace`] with serde parsing every event: the straightforward path, slower,
@@ -97,6 +106,22 @@ pub fn read_trace_reference(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Trace, TriageError> {
     read_trace_with(path, progress, CHUNK, EventParser::Reference)
+}
+
+/// How much of each event a read keeps.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum ReadScope {
+    /// Everything the report's tables use.
+    #[default]
+    Full,
+    /// What a rank digest reads (`--all-ranks`' ranks but the reference,
+    /// `triage::Depth::Digest`): CPU ops keep no `Input Dims`/`Input type`/`Concrete
+    /// Inputs` (their oversize and lone-surrogate counts stay exact), and the scanner
+    /// skips by brackets and quotes, unchecked, the values nothing reads: the `args` of
+    /// Python frames and of events that are not `X` or `M`, unknown `args` members and
+    /// the shapes. So such a read may take a file whose skipped values are malformed (or
+    /// repeat a key) where the full read refuses it or counts the event malformed.
+    Digest,
 }
 
 /// Which parser reads the event objects.
@@ -139,12 +164,26 @@ fn read_trace_counted(
     chunk: usize,
     parser: EventParser,
 ) -> (Result<Trace, TriageError>, ReadCounts) {
+    read_in_scope(path, progress, chunk, parser, ReadScope::Full)
+}
+
+/// [`read_trace_counted`] keeping only what `scope` needs.
+fn read_in_scope(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    chunk: usize,
+    parser: EventParser,
+    scope: ReadScope,
+) -> (Result<Trace, TriageError>, ReadCounts) {
     let source = match open_source(path) {
         Ok(source) => source,
         Err(e) => return (Err(e), ReadCounts::default()),
     };
-    let mut stream = ByteStream::new(source, progress, chunk, parser == EventParser::Fast);
-    let mut sink = TraceSink::new(path, parser);
+    // A digest read runs beside other ranks' reads (`ranks`), which keep the cores busy
+    // already: a scan-ahead thread would add only its hand-off.
+    let scan_ahead = (parser == EventParser::Fast && scope == ReadScope::Full).then_some(scope);
+    let mut stream = ByteStream::new(source, progress, chunk, scan_ahead);
+    let mut sink = TraceSink::new(path, parser, scope);
     let outcome = read_document(&mut stream, &mut sink);
     let json_bytes = stream.end_offset();
     let compressed = stream.consumed.load(Ordering::Relaxed);

@@ -69,6 +69,13 @@ pub(super) fn array_sym(
     Some(strings.intern(compact_json(&text, scratch)))
 }
 
+/// How many strings of `text` hold a lone surrogate escape (what [`array_sym`] counts).
+pub(super) fn lone_surrogate_strings(text: &str) -> u64 {
+    let mut lone = 0;
+    repaired(text, &mut lone);
+    lone
+}
+
 /// A string value's characters (`kernel`); other types are `None`. Borrowed unless it
 /// had escapes.
 pub(super) fn string_text<'t>(text: &'t str, lone: &mut u64) -> Option<Cow<'t, str>> {

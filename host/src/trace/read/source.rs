@@ -13,6 +13,7 @@ use std::thread::JoinHandle;
 
 use super::ahead::{scan_block, Scanned};
 use super::stream::decode_utf8;
+use super::ReadScope;
 use crate::error::TriageError;
 
 /// An opened trace file.
@@ -152,11 +153,11 @@ impl TextBlocks {
         inner: Box<dyn Read + Send>,
         block: usize,
         copied: Arc<AtomicU64>,
-        scan_ahead: bool,
+        scan_ahead: Option<ReadScope>,
     ) -> Self {
         // With a scan-ahead thread, half the blocks wait on each side of it: as many
         // blocks of text in flight as without, and few blocks' scan results.
-        let waiting = if scan_ahead {
+        let waiting = if scan_ahead.is_some() {
             BLOCKS_IN_FLIGHT / 2
         } else {
             BLOCKS_IN_FLIGHT
@@ -164,7 +165,7 @@ impl TextBlocks {
         let (tx, blocks) = sync_channel(waiting);
         let (spare, spares) = sync_channel::<String>(BLOCKS_IN_FLIGHT + 2);
         let (spare_scanned, spare_scans) = sync_channel::<Vec<Scanned>>(waiting + 1);
-        let threads = if scan_ahead {
+        let threads = if let Some(scope) = scan_ahead {
             let (text_tx, texts) = sync_channel::<io::Result<Block>>(waiting);
             let reading =
                 std::thread::spawn(move || read_blocks(inner, block, &copied, &spares, &text_tx));
@@ -174,7 +175,7 @@ impl TextBlocks {
                     let message = message.map(|mut b| {
                         let mut scanned = spare_scans.try_recv().unwrap_or_default();
                         scanned.clear();
-                        scan_block(&b.text, received, &mut scanned);
+                        scan_block(&b.text, received, scope, &mut scanned);
                         received += b.text.len() as u64;
                         b.scanned = scanned;
                         b

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use super::ahead::Scanned;
 use super::raw::RawEvent;
 use super::source::{Block, Source, TextBlocks};
+use super::ReadScope;
 
 /// Bytes read per refill.
 pub(super) const CHUNK: usize = 2 << 20;
@@ -82,13 +83,13 @@ struct Pending {
 }
 
 impl<'p> ByteStream<'p> {
-    /// With `scan_ahead`, each block's events are scanned on another thread on the way
-    /// (`ahead.rs`), and [`ByteStream::scanned_event`] hands them out.
+    /// With `scan_ahead`, each block's events are scanned (in that scope) on another
+    /// thread on the way (`ahead.rs`), and [`ByteStream::scanned_event`] hands them out.
     pub(super) fn new(
         source: Source,
         progress: &'p mut dyn FnMut(u64),
         chunk: usize,
-        scan_ahead: bool,
+        scan_ahead: Option<ReadScope>,
     ) -> Self {
         let copied = Arc::new(AtomicU64::new(0));
         let src = TextBlocks::spawn(

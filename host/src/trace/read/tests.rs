@@ -1606,3 +1606,149 @@ fn split_sizes_read_alike_in_every_tier_and_empty_lists_are_not_kept() {
     let t = read_trace_in_chunks(&path, &mut |_| {}, CHUNK).unwrap();
     assert_eq!(split_texts(&t), [(false, 10_000, full_texts)]);
 }
+
+/// A record's `Debug` text with each `Sym(n)` written as its string: records of two
+/// reads compare whatever order their interners numbered the strings in.
+fn resolved(trace: &Trace, record: &impl std::fmt::Debug) -> String {
+    let text = format!("{record:?}");
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("Sym(") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 4..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        match after[..digits].parse::<u32>() {
+            Ok(n) if after[digits..].starts_with(')') => {
+                out.push('"');
+                out.push_str(trace.name(crate::trace::event::Sym(n)));
+                out.push('"');
+                rest = &after[digits + 1..];
+            }
+            _ => {
+                out.push_str("Sym(");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every record and count of `trace`, names resolved; CPU ops without their shapes
+/// when `shapes` is false.
+fn digest_view(trace: &Trace, shapes: bool) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{:?} {:?} {} {} {} {} {}",
+        trace.skipped,
+        trace.meta,
+        trace.event_count,
+        trace.lone_surrogate_strings,
+        trace.folded_gpu_ops,
+        trace.folded_gpu_op_names,
+        trace.json_bytes
+    )];
+    lines.extend(trace.gpu_ops.iter().map(|r| resolved(trace, &r)));
+    lines.extend(trace.runtime.iter().map(|r| resolved(trace, &r)));
+    lines.extend(trace.cpu_ops.iter().map(|mut op| {
+        if !shapes {
+            (op.input_dims, op.input_types, op.concrete_inputs) = (None, None, None);
+        }
+        resolved(trace, &op)
+    }));
+    lines.extend(trace.py_frames.iter().map(|r| resolved(trace, &r)));
+    lines.extend(trace.annotations.iter().map(|r| resolved(trace, r)));
+    lines.extend(trace.split_sizes.iter().map(|r| resolved(trace, r)));
+    lines
+}
+
+/// A digest read (`ReadScope::Digest`, its unread values skipped unchecked) keeps every
+/// record and count a full read keeps, but the CPU ops' shapes; with both parsers and
+/// block ends landing anywhere.
+fn assert_lean_read_is_full_read_less_shapes(path: &Path) {
+    let full = read_trace_with(path, &mut |_| {}, CHUNK, EventParser::Fast).unwrap();
+    let want = digest_view(&full, false);
+    for (parser, chunk) in [
+        (EventParser::Fast, CHUNK),
+        (EventParser::Fast, 4093),
+        (EventParser::Reference, CHUNK),
+    ] {
+        let lean = read_in_scope(path, &mut |_| {}, chunk, parser, ReadScope::Digest)
+            .0
+            .unwrap();
+        assert!(
+            lean.cpu_ops.iter().all(|op| op.input_dims.is_none()
+                && op.input_types.is_none()
+                && op.concrete_inputs.is_none()),
+            "{}",
+            path.display()
+        );
+        let got = digest_view(&lean, true);
+        assert_eq!(got.len(), want.len(), "{}", path.display());
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w, "{} ({parser:?}, chunk {chunk})", path.display());
+        }
+    }
+}
+
+#[test]
+fn shared_traces_read_lean_keep_all_but_the_cpu_op_shapes() {
+    let mut read = 0;
+    for file in std::fs::read_dir(shared("")).unwrap() {
+        let path = file.unwrap().path();
+        if path.to_string_lossy().contains(".json") {
+            assert_lean_read_is_full_read_less_shapes(&path);
+            read += 1;
+        }
+    }
+    assert!(read >= 9, "{read} shared traces");
+}
+
+#[test]
+fn values_a_lean_read_skips_unchecked_end_where_a_full_read_ends_them() {
+    let big = format!("[[{}]]", vec!["1"; MAX_VALUE_BYTES / 2 + 1].join(", "));
+    let text = format!(
+        r#"[{KERNEL},
+        {{"ph": "X", "cat": "python_function", "name": "a.py(1): f", "pid": 1, "tid": 1, "ts": 1, "dur": 5,
+          "args": {{"Python id": 3, "x": [{{"k": "] }} \" \\ [ {{"}}, [[], {{}}], -1.5e3, true, null], "y": "}}"}}}},
+        {{"ph": "X", "name": "b.py(2): g", "args": {{"Python id": 4}}, "cat": "python_function", "pid": 1, "tid": 1, "ts": 2, "dur": 1}},
+        {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 2, "dur": 2,
+          "args": {{"External id": 9, "Input Dims": [[1, 2], []], "Input Strides": [[2, 1], []],
+                    "Input type": ["float", "\u00e9"], "Concrete Inputs": ["", "\ud800"], "Ev Idx": 1}}}},
+        {{"ph": "X", "cat": "cpu_op", "name": "aten::big", "pid": 1, "tid": 1, "ts": 3, "dur": 1,
+          "args": {{"External id": 10, "Input Dims": {big}, "Input dims": [[3]]}}}},
+        {{"ph": "X", "cat": "cpu_op", "name": "aten::legacy", "pid": 1, "tid": 1, "ts": 3, "dur": 1,
+          "args": {{"External id": 11, "Input Dims": 5, "Input dims": [[3]]}}}},
+        {{"ph": "s", "cat": "ac2g", "name": "flow", "id": 9, "pid": 1, "tid": 1, "ts": 3, "args": {{"a": [1, {{"b": "]"}}]}}}},
+        {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 4, "dur": 1,
+          "args": {{"correlation": 1, "External id": 9, "unknown": {{"deep": [[["x"]]]}}}}}}]"#
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, text).unwrap();
+    assert_lean_read_is_full_read_less_shapes(&path);
+    let lean = read_in_scope(
+        &path,
+        &mut |_| {},
+        CHUNK,
+        EventParser::Fast,
+        ReadScope::Digest,
+    )
+    .0
+    .unwrap();
+    // What the skipped values held is still counted: the oversized shape, the lone
+    // surrogate, and every event.
+    assert_eq!(
+        lean.skipped.oversized_fields.get("args.Input Dims"),
+        Some(&1)
+    );
+    assert_eq!(lean.lone_surrogate_strings, 1);
+    assert_eq!(
+        (
+            lean.event_count,
+            lean.py_frames.len(),
+            lean.cpu_ops.len(),
+            lean.runtime.len()
+        ),
+        (8, 2, 3, 1)
+    );
+}
