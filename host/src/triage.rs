@@ -285,12 +285,6 @@ pub(crate) fn run_observed(
         limit: request.kernel_table_limit,
     };
     let all_traces: Vec<&Trace> = traces.iter().chain(&mapping_traces).collect();
-    let facts = run_facts(server_args, &all_traces);
-    let fuse_input = FuseInput {
-        engine: engine.name(),
-        facts: &facts,
-        min_share_pct: request.min_share_pct,
-    };
     let mapping_staged = mapping.as_ref().map(|m| staged_traces(&mapping_traces, m));
     let overlap_inputs = OverlapInputs {
         formal: &staged,
@@ -348,23 +342,36 @@ pub(crate) fn run_observed(
     // The analyses only read the staged traces, so they run as two groups of about equal
     // cost, one per core; each group's tables are put on the stages afterwards in one
     // fixed order, so the report is the same whichever group finishes first.
-    let (((stages, every_row), overlap), (timelines, layers, (rooflines, roofline_notes))) =
-        both_at_once(
-            || {
-                // Rows are summed once; the fuse matcher sees every row, the table only
-                // those above the cut (small split kernels are fusion evidence).
-                let tables =
-                    kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
-                (tables, overlap_tables(&overlap_inputs, &overlap_options))
-            },
-            || {
-                (
-                    stage_timelines(&staged, &formal.locator, &families, &timeline_options),
-                    stage_layers(&staged, &layer_inputs),
-                    roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs),
-                )
-            },
-        );
+    // The run's model class and facts (each a pass over every Python frame) go one to each.
+    let (
+        ((stages, every_row), overlap, model_class_found),
+        (facts, timelines, layers, (rooflines, roofline_notes)),
+    ) = both_at_once(
+        || {
+            // Rows are summed once; the fuse matcher sees every row, the table only
+            // those above the cut (small split kernels are fusion evidence).
+            let tables =
+                kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
+            (
+                tables,
+                overlap_tables(&overlap_inputs, &overlap_options),
+                all_traces.iter().find_map(|t| model_class(t)),
+            )
+        },
+        || {
+            (
+                run_facts(server_args, &all_traces),
+                stage_timelines(&staged, &formal.locator, &families, &timeline_options),
+                stage_layers(&staged, &layer_inputs),
+                roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs),
+            )
+        },
+    );
+    let fuse_input = FuseInput {
+        engine: engine.name(),
+        facts: &facts,
+        min_share_pct: request.min_share_pct,
+    };
     let stages = attach_fusions(stages, &every_row, &fusion_catalog.rules, &fuse_input);
     let (stages, mut overlap_stages) = attach_overlap(stages, overlap);
     let stages = attach_timeline(stages, timelines);
@@ -423,7 +430,7 @@ pub(crate) fn run_observed(
         framework: framework_info(selection),
         inputs,
         model: server_args.and_then(model_name),
-        model_class: traces.iter().chain(&mapping_traces).find_map(model_class),
+        model_class: model_class_found,
         server_args: server_args.cloned().unwrap_or_default(),
         server_args_path: server_args_found.map(|a| a.path.display().to_string()),
         stages,
