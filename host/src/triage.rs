@@ -299,42 +299,23 @@ pub(crate) fn run_observed(
         min_share_pct: request.min_share_pct,
         limit: request.kernel_table_limit,
     };
-    // Rows are summed once; the fuse matcher sees every row, the table only those above
-    // the cut (small split kernels are fusion evidence).
-    let (stages, every_row) =
-        kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
-    let stages = {
-        let all_traces: Vec<&Trace> = traces.iter().chain(&mapping_traces).collect();
-        let facts = run_facts(server_args, &all_traces);
-        let fuse_input = FuseInput {
-            engine: engine.name(),
-            facts: &facts,
-            min_share_pct: request.min_share_pct,
-        };
-        attach_fusions(stages, &every_row, &fusion_catalog.rules, &fuse_input)
-    };
-
+    let all_traces: Vec<&Trace> = traces.iter().chain(&mapping_traces).collect();
     let mapping_staged = mapping.as_ref().map(|m| staged_traces(&mapping_traces, m));
-    let overlap = overlap_tables(
-        &OverlapInputs {
-            formal: &staged,
-            formal_locator: &formal.locator,
-            mapping: mapping
-                .as_ref()
-                .zip(mapping_staged.as_deref())
-                .map(|(m, staged)| (staged, &m.locator)),
-            families: &families,
-            known: &known_paths,
-            engine: engine.name(),
-        },
-        &OverlapOptions {
-            min_share_pct: request.min_share_pct,
-            limit: request.overlap_table_limit,
-        },
-    );
-    let (stages, mut overlap_stages) = attach_overlap(stages, overlap);
-    let timelines = stage_timelines(&staged, &formal.locator, &families, &timeline_options);
-    let stages = attach_timeline(stages, timelines);
+    let overlap_inputs = OverlapInputs {
+        formal: &staged,
+        formal_locator: &formal.locator,
+        mapping: mapping
+            .as_ref()
+            .zip(mapping_staged.as_deref())
+            .map(|(m, staged)| (staged, &m.locator)),
+        families: &families,
+        known: &known_paths,
+        engine: engine.name(),
+    };
+    let overlap_options = OverlapOptions {
+        min_share_pct: request.min_share_pct,
+        limit: request.overlap_table_limit,
+    };
     // Layers and roles: the timeline's steps, the catalog's roles, the model's layer count.
     let (expected_layers, config_note) =
         layer_count_of_run(request, &traces_set, server_args_found);
@@ -346,16 +327,12 @@ pub(crate) fn run_observed(
             source: shape.source.clone(),
         })
     });
-    let layers = stage_layers(
-        &staged,
-        &LayerInputs {
-            families: &families,
-            roles: &roles,
-            steps: &step_catalog,
-            expected: expected_layers.as_ref(),
-        },
-    );
-    let mut stages = attach_layers(stages, layers);
+    let layer_inputs = LayerInputs {
+        families: &families,
+        roles: &roles,
+        steps: &step_catalog,
+        expected: expected_layers.as_ref(),
+    };
     // The model's dimensions for the roofline's launches without Input Dims (issue 18).
     let model_shape = match explicit_model {
         Some(shape) => Some(shape),
@@ -376,8 +353,44 @@ pub(crate) fn run_observed(
     let device_row = match_trace_device(device, &device_table, chosen);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
     let roof = roofline::roof_of(device, device_row.as_ref());
-    let (rooflines, roofline_notes) =
-        roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs);
+
+    // The analyses only read the staged traces, so they run as two groups of about equal
+    // cost, one per core; each group's tables are put on the stages afterwards in one
+    // fixed order, so the report is the same whichever group finishes first.
+    // The run's model class and facts (each a pass over every Python frame) go one to each.
+    let (
+        ((stages, every_row), overlap, model_class_found),
+        (facts, timelines, layers, (rooflines, roofline_notes)),
+    ) = both_at_once(
+        || {
+            // Rows are summed once; the fuse matcher sees every row, the table only
+            // those above the cut (small split kernels are fusion evidence).
+            let tables =
+                kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
+            (
+                tables,
+                overlap_tables(&overlap_inputs, &overlap_options),
+                all_traces.iter().find_map(|t| model_class(t)),
+            )
+        },
+        || {
+            (
+                run_facts(server_args, &all_traces),
+                stage_timelines(&staged, &formal.locator, &families, &timeline_options),
+                stage_layers(&staged, &layer_inputs),
+                roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs),
+            )
+        },
+    );
+    let fuse_input = FuseInput {
+        engine: engine.name(),
+        facts: &facts,
+        min_share_pct: request.min_share_pct,
+    };
+    let stages = attach_fusions(stages, &every_row, &fusion_catalog.rules, &fuse_input);
+    let (stages, mut overlap_stages) = attach_overlap(stages, overlap);
+    let stages = attach_timeline(stages, timelines);
+    let mut stages = attach_layers(stages, layers);
     stages = roofline::attach(stages, rooflines, &roof);
     let inputs = input_infos(&traces_set, &traces);
     if inputs.iter().all(|i| i.graph_capture.is_some()) {
@@ -432,7 +445,7 @@ pub(crate) fn run_observed(
         framework: framework_info(selection),
         inputs,
         model: server_args.and_then(model_name),
-        model_class: traces.iter().chain(&mapping_traces).find_map(model_class),
+        model_class: model_class_found,
         server_args: server_args.cloned().unwrap_or_default(),
         server_args_path: server_args_found.map(|a| a.path.display().to_string()),
         stages,
@@ -455,6 +468,27 @@ pub(crate) fn run_observed(
         report: &report,
     });
     Ok(report)
+}
+
+/// `first()` and `second()`, the second on a thread of its own while the first runs here
+/// (serially, one after the other, with `LLM_TRIAGE_ANALYSES=serial`: tests check both
+/// ways give the same report). A panic in either is the caller's panic.
+fn both_at_once<A, B>(first: impl FnOnce() -> A, second: impl FnOnce() -> B + Send) -> (A, B)
+where
+    B: Send,
+{
+    if std::env::var_os("LLM_TRIAGE_ANALYSES").is_some_and(|v| v == "serial") {
+        let a = first();
+        return (a, second());
+    }
+    std::thread::scope(|scope| {
+        let second = scope.spawn(second);
+        let a = first();
+        let b = second
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (a, b)
+    })
 }
 
 /// The report of a [`Depth::Digest`] run: its engine, inputs and one stage per timeline,

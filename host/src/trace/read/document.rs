@@ -259,6 +259,7 @@ fn scan_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<
                 sink.trace.event_count += 1;
                 sink.add_event(event);
                 stream.pos += len;
+                stream.scanned_here += 1;
                 return Ok(true);
             }
             Scan::Unusual => return Ok(false),

@@ -155,6 +155,8 @@ struct ReadCounts {
     copied: u64,
     /// Events the parser took from the scan-ahead thread (`ahead.rs`).
     scanned_ahead: u64,
+    /// Events the parser's own scan read (`ByteStream::scanned_here`).
+    scanned_here: u64,
 }
 
 /// [`read_trace_with`], and its [`ReadCounts`].
@@ -192,6 +194,7 @@ fn read_in_scope(
     let counts = ReadCounts {
         copied: stream.copied.load(Ordering::Relaxed),
         scanned_ahead: stream.scanned_ahead,
+        scanned_here: stream.scanned_here,
     };
     drop(stream);
     (

@@ -54,8 +54,11 @@ pub(super) struct ByteStream<'p> {
     received: u64,
     /// The events scanned ahead in the blocks received, in document order.
     ahead: VecDeque<AheadBlock>,
-    /// How many events the parser took from them (tests check most come that way).
+    /// How many events the parser took from them.
     pub(super) scanned_ahead: u64,
+    /// How many events the parser's own scan read (those cut by a block's end, and those
+    /// of blocks passed on unscanned: `TextBlocks::recv`).
+    pub(super) scanned_here: u64,
     pub(super) pos: usize,
     base: u64,
     eof: bool,
@@ -107,6 +110,7 @@ impl<'p> ByteStream<'p> {
             received: 0,
             ahead: VecDeque::new(),
             scanned_ahead: 0,
+            scanned_here: 0,
             pos: 0,
             base: 0,
             eof: false,
@@ -195,7 +199,7 @@ impl<'p> ByteStream<'p> {
         if self.eof {
             return Ok(false);
         }
-        let block = match self.src.blocks.recv() {
+        let block = match self.src.recv() {
             Ok(Ok(Block { text, scanned })) => {
                 if scanned.is_empty() {
                     let _ = self.src.spare_scanned.try_send(scanned);

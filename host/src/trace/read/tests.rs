@@ -1419,12 +1419,11 @@ fn most_events_are_scanned_ahead_on_the_other_thread() {
     let (fast, counts) = read_trace_counted(&path, &mut |_| {}, 256 << 10, EventParser::Fast);
     let reference = read_trace_with(&path, &mut |_| {}, CHUNK, EventParser::Reference);
     assert!(fast.unwrap() == reference.unwrap());
-    // All but the events cut by the 16 blocks' ends.
-    assert!(
-        counts.scanned_ahead >= 16_000 - 40,
-        "{} of 16000 scanned ahead",
-        counts.scanned_ahead
-    );
+    // Every event is read by the scanner: on the scan-ahead thread, or by the parser
+    // (the events cut by the 16 blocks' ends, and the blocks passed on unscanned while
+    // the parser waited, which depend on timing), and the scan-ahead thread did its part.
+    assert_eq!(counts.scanned_ahead + counts.scanned_here, 16_000);
+    assert!(counts.scanned_ahead > 0, "nothing scanned ahead");
     let (_, counts) = read_trace_counted(&path, &mut |_| {}, 256 << 10, EventParser::Reference);
     assert_eq!(
         counts.scanned_ahead, 0,
@@ -1489,12 +1488,20 @@ fn shared_traces_read_alike_when_block_ends_land_everywhere() {
             .unwrap_or_else(|e| panic!("{e}"));
         let (fast, counts) = read_trace_counted(&path, &mut |_| {}, 10_007, EventParser::Fast);
         assert!(fast.unwrap() == reference, "{}", want.file);
+        // Most events are read by the scanner, ahead or by the parser (which of the two
+        // depends on timing), and the scan-ahead thread did its part.
         assert!(
-            counts.scanned_ahead * 2 > reference.event_count,
-            "{}: {} of {} events scanned ahead",
+            (counts.scanned_ahead + counts.scanned_here) * 2 > reference.event_count,
+            "{}: {} + {} of {} events scanned",
             want.file,
             counts.scanned_ahead,
+            counts.scanned_here,
             reference.event_count
+        );
+        assert!(
+            counts.scanned_ahead > 0,
+            "{}: nothing scanned ahead",
+            want.file
         );
     }
 }
