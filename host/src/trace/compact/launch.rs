@@ -316,74 +316,8 @@ impl RecordTable for RuntimeCalls {
     }
 }
 
-impl<'t> IntoIterator for &'t GpuOps {
-    type Item = GpuOp;
-    type IntoIter = Records<'t, GpuOps>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
-impl<'t> IntoIterator for &'t RuntimeCalls {
-    type Item = RuntimeCall;
-    type IntoIter = Records<'t, RuntimeCalls>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
-impl FromIterator<GpuOp> for GpuOps {
-    fn from_iter<I: IntoIterator<Item = GpuOp>>(iter: I) -> Self {
-        let mut ops = GpuOps::default();
-        ops.extend(iter);
-        ops
-    }
-}
-
-impl Extend<GpuOp> for GpuOps {
-    fn extend<I: IntoIterator<Item = GpuOp>>(&mut self, iter: I) {
-        iter.into_iter().for_each(|op| self.push(op));
-    }
-}
-
-impl FromIterator<RuntimeCall> for RuntimeCalls {
-    fn from_iter<I: IntoIterator<Item = RuntimeCall>>(iter: I) -> Self {
-        let mut calls = RuntimeCalls::default();
-        calls.extend(iter);
-        calls
-    }
-}
-
-impl Extend<RuntimeCall> for RuntimeCalls {
-    fn extend<I: IntoIterator<Item = RuntimeCall>>(&mut self, iter: I) {
-        iter.into_iter().for_each(|call| self.push(call));
-    }
-}
-
-// Equal when they hold the same records, whatever the layout.
-impl PartialEq for GpuOps {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl PartialEq for RuntimeCalls {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl fmt::Debug for GpuOps {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl fmt::Debug for RuntimeCalls {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
+record_table_traits!(GpuOps, GpuOp);
+record_table_traits!(RuntimeCalls, RuntimeCall);
 
 #[cfg(test)]
 mod tests {

@@ -31,6 +31,47 @@ use std::hash::Hash;
 
 use crate::trace::event::{CpuOp, Ns, PyFrame, Sym};
 
+/// The standard traits of a compact table, the same for every table: iteration by value,
+/// building from records, equality of records (whatever the layout: blocks, side maps)
+/// and a `Debug` list of records. Each table has `iter`, `push`, `len` and `Default`.
+macro_rules! record_table_traits {
+    ($table:ty, $record:ty) => {
+        impl<'t> IntoIterator for &'t $table {
+            type Item = $record;
+            type IntoIter = Records<'t, $table>;
+            fn into_iter(self) -> Self::IntoIter {
+                self.iter()
+            }
+        }
+
+        impl FromIterator<$record> for $table {
+            fn from_iter<I: IntoIterator<Item = $record>>(iter: I) -> Self {
+                let mut table = <$table>::default();
+                table.extend(iter);
+                table
+            }
+        }
+
+        impl Extend<$record> for $table {
+            fn extend<I: IntoIterator<Item = $record>>(&mut self, iter: I) {
+                iter.into_iter().for_each(|record| self.push(record));
+            }
+        }
+
+        impl PartialEq for $table {
+            fn eq(&self, other: &Self) -> bool {
+                self.len() == other.len() && self.iter().eq(other.iter())
+            }
+        }
+
+        impl fmt::Debug for $table {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_list().entries(self.iter()).finish()
+            }
+        }
+    };
+}
+
 mod launch;
 pub use launch::{GpuOps, RuntimeCalls};
 
@@ -516,74 +557,8 @@ impl<T: RecordTable> DoubleEndedIterator for Records<'_, T> {
 
 impl<T: RecordTable> ExactSizeIterator for Records<'_, T> {}
 
-impl<'t> IntoIterator for &'t PyFrames {
-    type Item = PyFrame;
-    type IntoIter = Records<'t, PyFrames>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
-impl<'t> IntoIterator for &'t CpuOps {
-    type Item = CpuOp;
-    type IntoIter = Records<'t, CpuOps>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
-impl FromIterator<PyFrame> for PyFrames {
-    fn from_iter<I: IntoIterator<Item = PyFrame>>(iter: I) -> Self {
-        let mut frames = PyFrames::default();
-        frames.extend(iter);
-        frames
-    }
-}
-
-impl Extend<PyFrame> for PyFrames {
-    fn extend<I: IntoIterator<Item = PyFrame>>(&mut self, iter: I) {
-        iter.into_iter().for_each(|f| self.push(f));
-    }
-}
-
-impl FromIterator<CpuOp> for CpuOps {
-    fn from_iter<I: IntoIterator<Item = CpuOp>>(iter: I) -> Self {
-        let mut ops = CpuOps::default();
-        ops.extend(iter);
-        ops
-    }
-}
-
-impl Extend<CpuOp> for CpuOps {
-    fn extend<I: IntoIterator<Item = CpuOp>>(&mut self, iter: I) {
-        iter.into_iter().for_each(|op| self.push(op));
-    }
-}
-
-// Equal when they hold the same records, whatever the layout (blocks, side maps).
-impl PartialEq for PyFrames {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl PartialEq for CpuOps {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl fmt::Debug for PyFrames {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl fmt::Debug for CpuOps {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
+record_table_traits!(PyFrames, PyFrame);
+record_table_traits!(CpuOps, CpuOp);
 
 #[cfg(test)]
 mod tests {
