@@ -61,6 +61,24 @@ fn exposed_wait(c: &Collective, wait: Ns) -> Ns {
     wait - hidden.min(wait)
 }
 
+/// One rank's matched collectives of one stage, summed.
+#[derive(Default)]
+struct StageSums {
+    comm: Ns,
+    wait: Ns,
+    exposed_wait: Ns,
+}
+
+fn stage_sums(matched: &[Matched<'_>], splits: &[Split], stage: &str, rank: usize) -> StageSums {
+    let mut sums = StageSums::default();
+    for (_, s) in matched.iter().zip(splits).filter(|(m, _)| m.stage == stage) {
+        sums.comm += s.durations[rank];
+        sums.wait += s.waits[rank];
+        sums.exposed_wait += s.exposed_waits[rank];
+    }
+    sums
+}
+
 /// The nearest-rank percentile `p` (0-100) of sorted values.
 pub(super) fn percentile(sorted: &[Ns], p: usize) -> Ns {
     match sorted.len() {
@@ -131,13 +149,11 @@ pub(super) fn rank_rows(
                 .stages
                 .iter()
                 .map(|stage| {
-                    let (comm, wait, exposed_wait) = matched
-                        .iter()
-                        .zip(splits)
-                        .filter(|(m, _)| m.stage == stage.stage)
-                        .fold((0, 0, 0), |(c, w, e), (_, s)| {
-                            (c + s.durations[r], w + s.waits[r], e + s.exposed_waits[r])
-                        });
+                    let StageSums {
+                        comm,
+                        wait,
+                        exposed_wait,
+                    } = stage_sums(matched, splits, &stage.stage, r);
                     let t = &stage.timeline;
                     let exposed: Ns = t
                         .steps
@@ -174,13 +190,7 @@ pub(super) fn split_communication_shares(
     splits: &[Split],
 ) {
     for stage in stages {
-        let (comm, wait) = matched
-            .iter()
-            .zip(splits)
-            .filter(|(m, _)| m.stage == stage.stage)
-            .fold((0, 0), |(c, w), (_, s)| {
-                (c + s.durations[0], w + s.waits[0])
-            });
+        let StageSums { comm, wait, .. } = stage_sums(matched, splits, &stage.stage, 0);
         if comm == 0 || stage.total_gpu_time_us <= 0.0 {
             continue;
         }
@@ -210,13 +220,11 @@ pub(super) fn split_exposed_wait(
 ) {
     let ms = |ns: Ns| ns_to_us(ns) / 1000.0;
     for stage in stages {
-        let (wait, exposed) = matched
-            .iter()
-            .zip(splits)
-            .filter(|(m, _)| m.stage == stage.stage)
-            .fold((0, 0), |(w, e), (_, s)| {
-                (w + s.waits[0], e + s.exposed_waits[0])
-            });
+        let StageSums {
+            wait,
+            exposed_wait: exposed,
+            ..
+        } = stage_sums(matched, splits, &stage.stage, 0);
         if wait == 0 {
             continue;
         }
