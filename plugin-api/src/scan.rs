@@ -4,7 +4,8 @@
 //!
 //! Two helpers read conventions that several engines share rather than one engine's own:
 //! [`execute_annotation_stage`] (vLLM's `execute_…context_…_generation_…` step
-//! annotations, which some SGLang builds write too) and [`stage_of_file_name`] (the stage
+//! annotations, which some SGLang builds write too; [`new_cached_annotation_stage`] for
+//! current vLLM's `execute_new_…_cached_…`) and [`stage_of_file_name`] (the stage
 //! token of SGLang-family trace file names, TokenSpeed's included). Plugins outside this
 //! repository call them, so they are frozen API: what they return for a name changes
 //! only with a new major version; a new convention gets a new function.
@@ -203,6 +204,30 @@ pub fn stage_of_file_name(name: &str) -> StageHint {
 
 /// True for an annotation name of the `execute_…context_…_generation_…` form (digits
 /// may already be collapsed to `N`).
+/// The stage of current vLLM's step annotation `execute_new_<n>_cached_<m>`
+/// (`Worker.annotate_profile`, vllm/v1/worker/gpu_worker.py): `n` requests scheduled
+/// for the first time, which prefill, and `m` scheduled before, which decode or continue
+/// a chunked prefill. So only `n > 0, m = 0` is known (Extend); a step with any cached
+/// request is Unknown, as is any other name.
+pub fn new_cached_annotation_stage(name: &str) -> StageHint {
+    match name.strip_prefix("execute_new_").and_then(new_and_cached) {
+        Some((new, 0)) if new > 0 => StageHint::Extend,
+        _ => StageHint::Unknown,
+    }
+}
+
+/// `<n>_cached_<m>` (the rest of `execute_new_<n>_cached_<m>`) as (n, m); `None` for
+/// anything else, trailing text included.
+fn new_and_cached(counts: &str) -> Option<(u64, u64)> {
+    let (new, cached) = counts.split_once("_cached_")?;
+    let number = |digits: &str| {
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse().ok())
+            .flatten()
+    };
+    Some((number(new)?, number(cached)?))
+}
+
 pub fn is_execute_annotation(name: &str) -> bool {
     name.starts_with("execute_") && name.contains("context_") && name.contains(")_generation_")
 }
@@ -270,6 +295,36 @@ mod tests {
             "execute_N_context_N(sqNskN)_generation_N(sqN)"
         ));
         assert!(!is_execute_annotation("execute_model"));
+    }
+
+    #[test]
+    fn current_vllm_step_annotations_know_only_all_new_steps() {
+        // vllm/v1/worker/gpu_worker.py: f"execute_new_{num_new}_cached_{num_cached}".
+        assert_eq!(
+            new_cached_annotation_stage("execute_new_4_cached_0"),
+            StageHint::Extend
+        );
+        // The older convention's function keeps its answer for these names (frozen API).
+        assert_eq!(
+            execute_annotation_stage("execute_new_4_cached_0"),
+            StageHint::Unknown
+        );
+        // Cached requests decode or continue a chunked prefill: not knowable.
+        for name in [
+            "execute_new_0_cached_32",
+            "execute_new_2_cached_30",
+            "execute_new_0_cached_0",
+            "execute_new_4_cached_0x",
+            "execute_new__cached_0",
+            "execute_new_4",
+            "execute_context_1(888_788544)_generation_0(0)",
+        ] {
+            assert_eq!(
+                new_cached_annotation_stage(name),
+                StageHint::Unknown,
+                "{name}"
+            );
+        }
     }
 
     fn evidence(files: &[(&str, u64)]) -> TraceEvidence {

@@ -409,9 +409,17 @@ mod tests {
             [
                 ("sglang", "step["),
                 ("vllm", "execute_"),
+                ("vllm", "execute_new_"),
                 ("host", "ProfilerStep#")
             ]
         );
+        // Both vLLM forms, and neither takes the other's names.
+        assert_eq!(
+            catalog.marker_of("execute_32_context_0(sq0sk0)_generation_32(sq32)"),
+            Some(1)
+        );
+        assert_eq!(catalog.marker_of("execute_new_0_cached_32"), Some(2));
+        assert_eq!(catalog.marker_of("execute_new_2"), None);
         // The host's file alone: only what no engine plugin owns.
         let host = merge_steps(vec![source(HOST_ORIGIN, BUILTIN_STEPS)]).unwrap();
         assert_eq!(host.markers.len(), 1);

@@ -99,7 +99,12 @@ impl EnginePlugin for Vllm {
             // vLLM's trace names carry no stage (`<worker>.<ms>.pt.trace.json.gz`); the
             // host's generic prefill/ and decode/ directory rules cover stage captures.
             MarkerKind::FilePath => StageHint::Unknown,
-            MarkerKind::Annotation => scan::execute_annotation_stage(text),
+            // Older builds' `execute_…context_…_generation_…`, else current vLLM's
+            // `execute_new_…_cached_…`.
+            MarkerKind::Annotation => match scan::execute_annotation_stage(text) {
+                StageHint::Unknown => scan::new_cached_annotation_stage(text),
+                known => known,
+            },
         }
     }
 

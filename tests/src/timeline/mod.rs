@@ -61,6 +61,9 @@ pub enum Marker {
     EngineInProfilerStep,
     /// `<prefix><N>`, a marker no built-in row knows (a plugin names it).
     Named(&'static str),
+    /// Current vLLM's `execute_new_<n>_cached_<m>` (vllm/v1/worker/gpu_worker.py): a
+    /// prefill step's requests are new, a decode step's cached.
+    VllmNewCached,
 }
 
 /// What a step does, in order.

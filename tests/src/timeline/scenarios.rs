@@ -4,8 +4,8 @@
 //! (`cudaLaunchKernelExC`, `cuLaunchKernelEx`, `cudaMemsetAsync`, event waits), and
 //! CUDA eager on two streams (NCCL all-reduce overlapping compute); and the step layouts
 //! that need a rule: a graph replay's gap while the host waits in a sync, vLLM's
-//! `execute_…` markers inside `ProfilerStep#N`, step markers that overlap in time, and a
-//! marker only a plugin names (`forward_step#N`). Each has at most five single-gap delays (host, sync,
+//! `execute_…` markers inside `ProfilerStep#N`, current vLLM's `execute_new_…_cached_…`,
+//! step markers that overlap in time, and a marker only a plugin names (`forward_step#N`). Each has at most five single-gap delays (host, sync,
 //! graph), all larger than any other gap in its trace, so a report's default top-5 gaps
 //! list every one of them.
 
@@ -275,6 +275,27 @@ pub fn scenarios() -> Vec<Scenario> {
                     vec![LaunchBound(12), Eager(10)],
                 ),
                 step(host(SGLANG_RECV, 340), vec![Eager(16)]),
+            ],
+        },
+        Scenario {
+            name: "vllm-new-cached",
+            engine: Engine::Vllm,
+            platform: Platform::Cuda,
+            cuda_apis: CudaApis::Classic,
+            background_thread: false,
+            streams: 1,
+            overlapping_markers: false,
+            marker: Marker::VllmNewCached,
+            stage: StageKind::Decode,
+            // Cached requests decode or continue a chunked prefill: the marker bounds the
+            // steps but cannot name their stage.
+            stage_label: "all",
+            batch_size: 6,
+            seed: 42,
+            steps: vec![
+                step(None, vec![Eager(10), sync_us(240)]),
+                step(host(VLLM_INPUT_QUEUE, 330), vec![LaunchBound(12), Eager(8)]),
+                step(host(VLLM_SCHEDULE, 300), vec![Eager(14)]),
             ],
         },
         Scenario {

@@ -340,7 +340,7 @@ fn written() -> (tempfile::TempDir, Vec<TimelineTruth>) {
 #[test]
 fn every_scenarios_ground_truth_matches_its_trace() {
     let (_dir, truths) = written();
-    assert_eq!(truths.len(), 11);
+    assert_eq!(truths.len(), 12);
     for truth in &truths {
         check(truth).unwrap_or_else(|e| panic!("{}: {e}", truth.scenario));
     }

@@ -16,7 +16,7 @@ use super::{CudaApis, HostDelay, Marker, Part, Platform, Scenario, StepPlan};
 use crate::engines::{profile, Issue, Op, Profile, GRAPH_REPLAY, MODULE_CALL};
 use crate::{
     engine_metadata, events_and_end, frame_name, json_str, metadata_event, us, Engine, Event,
-    Frame, GpuOpEvent, HostTrack, Rng, CPU_PID, GPU_PID,
+    Frame, GpuOpEvent, HostTrack, Rng, StageKind, CPU_PID, GPU_PID,
 };
 
 const STREAM: u64 = 7;
@@ -168,6 +168,13 @@ impl<'a> Writer<'a> {
         match self.scenario.marker {
             Marker::ProfilerStep => format!("ProfilerStep#{}", 10 + self.step),
             Marker::Named(prefix) => format!("{prefix}{}", self.step),
+            Marker::VllmNewCached => {
+                let batch = self.scenario.batch_size;
+                match self.scenario.stage {
+                    StageKind::Decode => format!("execute_new_0_cached_{batch}"),
+                    _ => format!("execute_new_{batch}_cached_0"),
+                }
+            }
             Marker::Engine | Marker::EngineInProfilerStep => {
                 (self.profile.step_annotation)(self.scenario.stage, self.scenario.batch_size)
                     .unwrap_or_default()

@@ -330,6 +330,39 @@ fn vllm_execute_markers_inside_profiler_steps_are_the_steps() {
 }
 
 #[test]
+fn current_vllm_execute_new_cached_markers_are_the_steps() {
+    check_scenario("vllm-new-cached");
+    let dir = tempfile::tempdir().unwrap();
+    write_timeline_set(dir.path()).unwrap();
+    let truth = TimelineTruth::read(&dir.path().join("vllm-new-cached")).unwrap();
+    let trace = truth.trace.display().to_string();
+    let report = triage_json(&["--input", trace.as_str()]);
+    let stage = report["stages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["stage"] == "all")
+        .unwrap_or_else(|| panic!("no `all` stage: {report}"));
+    let timeline = &stage["timeline"];
+    assert_eq!(
+        timeline["step_source"], "execute_new_..._cached_... annotations",
+        "{timeline}"
+    );
+    let labels: Vec<&str> = timeline["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["label"].as_str())
+        .collect();
+    let expected: Vec<&str> = truth.steps.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, expected);
+    assert!(
+        expected.iter().all(|l| *l == "execute_new_0_cached_6"),
+        "{expected:?}"
+    );
+}
+
+#[test]
 fn overlapping_step_markers_charge_each_launch_to_the_later_step_and_still_sum_exactly() {
     check_scenario("overlapping-steps");
 }
