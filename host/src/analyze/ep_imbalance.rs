@@ -14,6 +14,14 @@
 //! summed, and each sender's count for a receiver is checked against the receiver's
 //! count from that sender in the same collective.
 //!
+//! Dispatch and combine: an MoE layer's all-to-all pair sends tokens to their experts
+//! (dispatch) and the expert outputs back (combine), so the combine's split lists are
+//! the dispatch's, swapped: it sends each peer what it received from it and receives
+//! what it sent. Two consecutive ops of a rank in one group and stage that mirror each
+//! other so are the pair, dispatch first ([`pair_phases`]); any other op is counted as a
+//! plain all-to-all. Rows are per phase: dispatch shows which expert rank is hot, the
+//! combine the same traffic going home, which summed would blur the skew.
+//!
 //! Units: the split sizes count elements of the op's dtype. A token is `hidden size`
 //! elements, which the trace does not record, so the report says elements.
 
@@ -23,16 +31,40 @@ use rustc_hash::FxHashMap;
 
 use super::kernels::StagedTrace;
 use crate::report::model::{EpGroupRow, EpImbalance, EpMismatch, EpPeer, EpRankRow};
-use crate::trace::event::{Sym, Trace};
+use crate::trace::event::{Ns, Sym, Trace};
 use crate::trace::stage::Stage;
 
 /// Mismatches the report lists; all are counted.
 const MISMATCHES_KEPT: usize = 20;
 
+/// Which half of an MoE layer's all-to-all pair an op is ([`pair_phases`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Phase {
+    Dispatch,
+    Combine,
+    /// Not one of a mirrored pair: another all-to-all, or a pair the capture cut.
+    #[default]
+    Unpaired,
+}
+
+impl Phase {
+    /// The report's `phase` value.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Phase::Dispatch => "dispatch",
+            Phase::Combine => "combine",
+            Phase::Unpaired => "all-to-all",
+        }
+    }
+}
+
 /// One all-to-all op whose split sizes were read.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct SplitOp {
     pub stage: Stage,
+    /// When the op started on its rank's clock: the order [`pair_phases`] walks.
+    pub ts: Ns,
+    pub phase: Phase,
     pub group: String,
     pub group_desc: Option<String>,
     /// The group's global ranks, when `Process Group Ranks` lists one per split entry.
@@ -151,6 +183,8 @@ pub(crate) fn rank_splits(staged: &[StagedTrace<'_>], rank: Option<u32>) -> Rank
             let number = |s: Option<Sym>| s.and_then(|s| trace.name(s).trim().parse::<u64>().ok());
             out.ops.push(SplitOp {
                 stage: stage_of(split.external_id),
+                ts: split.ts,
+                phase: Phase::Unpaired,
                 group: text(split.group).unwrap_or_default(),
                 group_desc: text(split.group_desc).filter(|d| !d.is_empty()),
                 members,
@@ -164,7 +198,42 @@ pub(crate) fn rank_splits(staged: &[StagedTrace<'_>], rank: Option<u32>) -> Rank
             });
         }
     }
+    pair_phases(&mut out.ops);
     out
+}
+
+/// Marks each rank's dispatch/combine pairs: walking one rank's ops of a (stage,
+/// group) in time order, an op whose next op mirrors it (sends what it received and
+/// receives what it sent, over the same members) is a dispatch and that next op its
+/// combine. A pair whose dispatch the capture cut off leaves its combine unpaired,
+/// and so does a skipped (malformed) dispatch. The walk trusts the first op to be a
+/// dispatch where a cut combine happens to mirror the next layer's dispatch (the same
+/// routing twice running): sizes alone cannot tell those two apart.
+fn pair_phases(ops: &mut [SplitOp]) {
+    let mut order: Vec<usize> = (0..ops.len()).collect();
+    order.sort_by(|&a, &b| {
+        let key = |o: &SplitOp| (o.stage.order(), o.group.clone(), o.ts);
+        key(&ops[a]).cmp(&key(&ops[b])).then(a.cmp(&b))
+    });
+    let mirrors = |a: &SplitOp, b: &SplitOp| {
+        a.stage == b.stage
+            && a.group == b.group
+            && a.members == b.members
+            && !a.sent.is_empty()
+            && a.sent == b.received
+            && a.received == b.sent
+    };
+    let mut at = 0;
+    while at + 1 < order.len() {
+        let (first, second) = (order[at], order[at + 1]);
+        if mirrors(&ops[first], &ops[second]) {
+            ops[first].phase = Phase::Dispatch;
+            ops[second].phase = Phase::Combine;
+            at += 2;
+        } else {
+            at += 1;
+        }
+    }
 }
 
 /// An op's stage: that of the GPU op with its External id (the collective it
@@ -224,14 +293,15 @@ pub(crate) fn ep_imbalance(ranks: &[RankSplits]) -> Option<EpImbalance> {
     })
 }
 
-/// (stage, group) in section order.
-type GroupKey = (u8, String, String);
+/// (stage, group, phase) in section order.
+type GroupKey = (u8, String, String, Phase);
 
 fn group_key(op: &SplitOp) -> GroupKey {
     (
         op.stage.order(),
         op.stage.label().to_string(),
         op.group.clone(),
+        op.phase,
     )
 }
 
@@ -252,6 +322,7 @@ fn rank_rows(ops: &[&SplitOp]) -> Vec<EpRankRow> {
             .or_insert_with(|| EpRankRow {
                 stage: key.1.clone(),
                 group: key.2.clone(),
+                phase: key.3.label().to_string(),
                 rank: op.rank,
                 ..EpRankRow::default()
             });
@@ -289,6 +360,7 @@ fn group_rows(ops: &[&SplitOp]) -> Vec<EpGroupRow> {
         let row = rows.entry(key.clone()).or_insert_with(|| EpGroupRow {
             stage: key.1.clone(),
             group: key.2.clone(),
+            phase: key.3.label().to_string(),
             members_are_ranks: true,
             ..EpGroupRow::default()
         });
@@ -437,6 +509,8 @@ mod tests {
     fn op(rank: u32, seq: u64, sent: &[u64], received: &[u64]) -> SplitOp {
         SplitOp {
             stage: Stage::Decode,
+            ts: seq as Ns * 1000,
+            phase: Phase::Unpaired,
             group: "2".to_string(),
             group_desc: Some("ep".to_string()),
             members: Some(vec![0, 1, 2]),
@@ -492,6 +566,71 @@ mod tests {
                 sent: 10,
                 received: 11,
             }]
+        );
+    }
+
+    #[test]
+    fn mirrored_consecutive_ops_are_dispatch_then_combine() {
+        let d = |seq| op(0, seq, &[10, 20, 60], &[10, 15, 5]);
+        let c = |seq| op(0, seq, &[10, 15, 5], &[10, 20, 60]);
+        // A combine whose dispatch the capture cut (another layer's routing), two
+        // pairs, an unmirrored op, and a pair in another group.
+        let mut other_group = vec![d(8), c(9)];
+        for o in &mut other_group {
+            o.group = "3".to_string();
+        }
+        let cut = op(0, 1, &[7, 7, 7], &[5, 9, 30]);
+        let mut ops = vec![
+            cut,
+            d(2),
+            c(3),
+            op(0, 4, &[1, 2, 3], &[3, 2, 1]),
+            d(5),
+            c(6),
+        ];
+        ops.extend(other_group);
+        // Out of time order in the file: the walk sorts.
+        ops.swap(1, 5);
+        let mut by_seq = ops.clone();
+        pair_phases(&mut by_seq);
+        by_seq.sort_by_key(|o| (o.group.clone(), o.seq));
+        let phases: Vec<Phase> = by_seq.iter().map(|o| o.phase).collect();
+        use Phase::{Combine, Dispatch, Unpaired};
+        assert_eq!(
+            phases,
+            [Unpaired, Dispatch, Combine, Unpaired, Dispatch, Combine, Dispatch, Combine]
+        );
+        // A mirror over other members is not a pair.
+        let mut ops = vec![d(1), c(2)];
+        ops[1].members = Some(vec![0, 1, 3]);
+        pair_phases(&mut ops);
+        assert!(ops.iter().all(|o| o.phase == Unpaired));
+        // Rows and groups split by phase: the dispatch group shows the hot rank, the
+        // combine group the traffic going home.
+        let mut ops = vec![d(1), c(2), d(3), c(4)];
+        pair_phases(&mut ops);
+        let ep = ep_imbalance(&[RankSplits {
+            ops,
+            ..RankSplits::default()
+        }])
+        .expect("section");
+        let rows: Vec<(&str, usize, u64)> = ep
+            .ranks
+            .iter()
+            .map(|r| (r.phase.as_str(), r.count, r.sent))
+            .collect();
+        assert_eq!(rows, [("dispatch", 2, 180), ("combine", 2, 60)]);
+        let groups: Vec<(&str, Vec<u64>, Option<u32>)> = ep
+            .groups
+            .iter()
+            .map(|g| (g.phase.as_str(), g.received.clone(), g.hot_rank))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                ("dispatch", vec![20, 40, 120], Some(2)),
+                ("combine", vec![20, 30, 10], Some(1)),
+            ]
         );
     }
 

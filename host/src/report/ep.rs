@@ -1,5 +1,5 @@
 //! The "EP imbalance" block, shared by markdown, text and HTML: per stage, a row per
-//! process group and rank (all-to-alls, elements sent and received, the hottest peer
+//! process group, phase (dispatch, combine, other all-to-all) and rank (all-to-alls, elements sent and received, the hottest peer
 //! and how far above the mean it is, the sends per peer), each group's hot rank as the
 //! summary, and what was skipped or failed the cross-check as notes. No block at all
 //! when no op carried split sizes, so other reports read as before.
@@ -12,6 +12,7 @@ use super::view::{placeholder_table, Align, Block, Row, Section, Table};
 
 const HEADER: &[&str] = &[
     "Group",
+    "Phase",
     "Rank",
     "All-to-alls",
     "Sent",
@@ -21,6 +22,7 @@ const HEADER: &[&str] = &[
     "Sent per peer",
 ];
 const ALIGN: &[Align] = &[
+    Align::Left,
     Align::Left,
     Align::Right,
     Align::Right,
@@ -86,6 +88,7 @@ fn rank_row(r: &EpRankRow) -> Row {
     Row {
         cells: vec![
             vec![trace(&r.group)],
+            vec![r.phase.clone()],
             vec![r.rank.map_or("?".to_string(), |r| r.to_string())],
             vec![r.count.to_string()],
             vec![r.sent.to_string()],
@@ -98,8 +101,8 @@ fn rank_row(r: &EpRankRow) -> Row {
     }
 }
 
-/// `Group `2` (`ep_group`): hot rank 2 received 2.41x the mean of its 4 members (from
-/// ranks 0, 1, 2, 3)`, one clause per group.
+/// `Group `2` (`ep_group`) dispatch: hot rank 2 received 2.41x the mean of its 4
+/// members (from ranks 0, 1, 2, 3)`, one clause per group and phase.
 fn group_summary<'a>(groups: impl Iterator<Item = &'a EpGroupRow>) -> Option<String> {
     let clauses: Vec<String> = groups
         .filter_map(|g| {
@@ -121,8 +124,9 @@ fn group_summary<'a>(groups: impl Iterator<Item = &'a EpGroupRow>) -> Option<Str
                 _ => format!(" (from ranks {})", senders.join(", ")),
             };
             Some(format!(
-                "Group {}{description}: hot {who} {hot} received {:.2}x the mean of its {} members{from}",
+                "Group {}{description} {}: hot {who} {hot} received {:.2}x the mean of its {} members{from}",
                 trace(&g.group),
+                g.phase,
                 g.max_over_mean,
                 g.members.len()
             ))
@@ -134,7 +138,7 @@ fn group_summary<'a>(groups: impl Iterator<Item = &'a EpGroupRow>) -> Option<Str
 /// The unit, the skipped ops and the cross-check.
 fn run_notes(ep: &EpImbalance) -> Vec<String> {
     let mut notes = vec![format!(
-        "counts are {} from the ops' split sizes (a token row is hidden-size elements; the trace does not give the hidden size); sent = In split size, received = Out split size, per peer in group order",
+        "counts are {} from the ops' split sizes (a token row is hidden-size elements; the trace does not give the hidden size); sent = In split size, received = Out split size, per peer in group order; dispatch and combine are a rank's consecutive all-to-alls whose split lists mirror each other (the combine sends back what the dispatch received), other ops are all-to-all",
         ep.unit
     )];
     let skipped = ep.skipped_malformed + ep.skipped_truncated + ep.skipped_one_sided;

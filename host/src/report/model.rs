@@ -1104,6 +1104,10 @@ pub struct EpRankRow {
     pub stage: String,
     /// `Process Group Name` (`""` when the trace has none).
     pub group: String,
+    /// `dispatch` or `combine` (an MoE layer's mirrored pair of all-to-alls, dispatch
+    /// first), else `all-to-all` (docs/report-labels.md, "EP imbalance").
+    #[serde(default = "plain_all_to_all")]
+    pub phase: String,
     /// The recording rank's global rank (`Rank`, else the trace's), null when unknown.
     pub rank: Option<u32>,
     /// All-to-all ops summed.
@@ -1133,6 +1137,9 @@ pub struct EpPeer {
 pub struct EpGroupRow {
     pub stage: String,
     pub group: String,
+    /// As [`EpRankRow::phase`].
+    #[serde(default = "plain_all_to_all")]
+    pub phase: String,
     /// `Process Group Description` (`ep_group`, `default_pg`), when given.
     pub description: Option<String>,
     /// Whether `members` are global ranks (`Process Group Ranks`) or group indices.
@@ -1145,6 +1152,11 @@ pub struct EpGroupRow {
     /// Largest `received` over the mean (1.0 = even), and the member (the hot rank).
     pub max_over_mean: f64,
     pub hot_rank: Option<u32>,
+}
+
+/// The phase of a row saved before phases were told apart.
+fn plain_all_to_all() -> String {
+    "all-to-all".to_string()
 }
 
 /// A sender's count for a receiver that the receiver's own op does not repeat.

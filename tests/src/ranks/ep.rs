@@ -1,12 +1,15 @@
-//! Expert-parallel runs: each layer's collective is an NCCL all-to-all-v (the MoE token
-//! dispatch) whose per-peer split sizes are skewed towards one hot expert rank. Written
+//! Expert-parallel runs: the collectives are NCCL all-to-all-vs in MoE pairs: an even
+//! one is a token dispatch whose per-peer split sizes are skewed towards one hot expert
+//! rank, the odd one after it the combine, which sends every peer back what the
+//! dispatch received from it (its lists are the dispatch's, swapped). Written
 //! as PyTorch writes them: a `record_param_comms` CPU op with `Collective name`
 //! `all_to_allv`, `In split size` / `Out split size` as strings holding Python lists of
 //! element counts per peer, the process group's name, description and ranks, `dtype`,
 //! `Rank` and `Seq`, and the same facts copied onto the `ncclDevKernel_SendRecv` kernel
-//! (newer PyTorch). One op's `In split size` is garbage (the analysis must skip and
-//! count it) and one receiver's `Out split size` entry disagrees with its sender's (the
-//! cross-check must find exactly that one).
+//! (newer PyTorch). One dispatch's `In split size` is garbage (the analysis must skip
+//! and count it, and its combine is then unpaired) and one receiver's dispatch `Out
+//! split size` entry disagrees with its sender's (the cross-check must find it, and its
+//! mirror in the combine, which sends back what the receiver says it got).
 
 use serde_json::{json, Value};
 
@@ -22,10 +25,11 @@ pub struct EpSpec {
     pub hidden: u64,
     /// The expert rank every sender sends 4x the tokens to.
     pub hot_rank: u32,
-    /// (step, layer, rank) whose op has a malformed `In split size`.
+    /// (step, collective, rank) whose op has a malformed `In split size` (a dispatch:
+    /// an even collective).
     pub malformed: (usize, usize, u32),
-    /// (step, layer, sender, receiver): the receiver's `Out split size` entry for the
-    /// sender says one row more than was sent.
+    /// (step, collective, sender, receiver): the receiver's `Out split size` entry for
+    /// the sender says one row more than was sent (a dispatch).
     pub mismatch: (usize, usize, u32, u32),
 }
 
@@ -39,7 +43,8 @@ pub fn ep_runs() -> Vec<RankRun> {
         name: "ep4-imbalanced",
         ranks: 4,
         steps: 5,
-        layers: 3,
+        // Two MoE layers: dispatch, combine, dispatch, combine.
+        layers: 4,
         graph_replay: false,
         offsets_ns: vec![400_000, -1_300_000, 2_600_000, -3_900_000],
         lateness: Vec::new(),
@@ -48,7 +53,7 @@ pub fn ep_runs() -> Vec<RankRun> {
         ep: Some(EpSpec {
             hidden: 7168,
             hot_rank: 2,
-            malformed: (2, 1, 3),
+            malformed: (2, 2, 3),
             mismatch: (4, 0, 0, 1),
         }),
     }]
@@ -70,16 +75,28 @@ fn rows(run: &RankRun, spec: &EpSpec, step: usize, layer: usize, from: u32, to: 
     }
 }
 
-/// Elements rank `from` sends each peer, as its `In split size` says.
+/// Whether collective `layer` is a combine (the odd one after each dispatch).
+fn is_combine(layer: usize) -> bool {
+    layer % 2 == 1
+}
+
+/// Elements rank `from` sends each peer, as its `In split size` says: a combine sends
+/// back what its dispatch's `Out split size` says was received.
 fn sent(run: &RankRun, spec: &EpSpec, step: usize, layer: usize, from: u32) -> Vec<u64> {
+    if is_combine(layer) {
+        return received(run, spec, step, layer - 1, from);
+    }
     (0..run.ranks)
         .map(|to| rows(run, spec, step, layer, from, to) * spec.hidden)
         .collect()
 }
 
 /// Elements rank `to` receives from each peer, as its `Out split size` says (with the
-/// injected disagreement).
+/// injected disagreement): a combine receives what its dispatch sent.
 fn received(run: &RankRun, spec: &EpSpec, step: usize, layer: usize, to: u32) -> Vec<u64> {
+    if is_combine(layer) {
+        return sent(run, spec, step, layer - 1, to);
+    }
     (0..run.ranks)
         .map(|from| {
             let n = rows(run, spec, step, layer, from, to) * spec.hidden;
@@ -121,17 +138,58 @@ pub(super) fn comms_args(run: &RankRun, step: usize, layer: usize, r: u32) -> St
     )
 }
 
-/// What a correct EP imbalance section says of `run`: per rank the ops read and the
-/// elements sent and received per peer, per member what the group's senders sent it,
-/// the skipped op and the one disagreement the cross-check finds.
+/// A phase's sums over the ops read: per rank the ops and the elements sent and
+/// received per peer, per member what the senders sent it.
+struct PhaseSums {
+    count: Vec<usize>,
+    sent_by: Vec<Vec<u64>>,
+    received_by: Vec<Vec<u64>>,
+}
+
+impl PhaseSums {
+    fn new(n: usize) -> Self {
+        PhaseSums {
+            count: vec![0; n],
+            sent_by: vec![vec![0; n]; n],
+            received_by: vec![vec![0; n]; n],
+        }
+    }
+
+    fn add(&mut self, r: usize, sent: &[u64], received: &[u64]) {
+        self.count[r] += 1;
+        for (p, (s, v)) in sent.iter().zip(received).enumerate() {
+            self.sent_by[r][p] += s;
+            self.received_by[r][p] += v;
+        }
+    }
+
+    fn json(&self) -> Value {
+        let n = self.count.len();
+        json!({
+            "ranks": (0..n).map(|r| json!({
+                "rank": r,
+                "count": self.count[r],
+                "sent": self.sent_by[r],
+                "received": self.received_by[r],
+            })).collect::<Vec<_>>(),
+            "member_received": (0..n)
+                .map(|p| (0..n).map(|r| self.sent_by[r][p]).sum::<u64>())
+                .collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// What a correct EP imbalance section says of `run`, per phase (`dispatch`,
+/// `combine`, and `all-to-all` for the combine whose dispatch was skipped): per rank the
+/// ops read and the elements sent and received per peer, per member what the group's
+/// senders sent it; the skipped op and the two disagreements the cross-check finds (the
+/// injected one and its mirror in the combine).
 pub(super) fn truth(run: &RankRun) -> Value {
     let Some(spec) = &run.ep else {
         return Value::Null;
     };
     let n = run.ranks as usize;
-    let mut sent_by = vec![vec![0u64; n]; n];
-    let mut received_by = vec![vec![0u64; n]; n];
-    let mut count = vec![0usize; n];
+    let [mut dispatch, mut combine, mut unpaired] = [(); 3].map(|()| PhaseSums::new(n));
     let mut ops_per_collective = Vec::new();
     for step in 0..run.steps {
         for layer in 0..run.layers {
@@ -141,46 +199,44 @@ pub(super) fn truth(run: &RankRun) -> Value {
                     continue;
                 }
                 ops += 1;
-                count[r as usize] += 1;
-                let (s, v) = (
-                    sent(run, spec, step, layer, r),
-                    received(run, spec, step, layer, r),
+                let phase = if !is_combine(layer) {
+                    &mut dispatch
+                } else if spec.malformed == (step, layer - 1, r) {
+                    &mut unpaired
+                } else {
+                    &mut combine
+                };
+                phase.add(
+                    r as usize,
+                    &sent(run, spec, step, layer, r),
+                    &received(run, spec, step, layer, r),
                 );
-                for p in 0..n {
-                    sent_by[r as usize][p] += s[p];
-                    received_by[r as usize][p] += v[p];
-                }
             }
             ops_per_collective.push(ops);
         }
     }
-    let member_received: Vec<u64> = (0..n)
-        .map(|p| (0..n).map(|r| sent_by[r][p]).sum())
-        .collect();
-    let (from, to) = (spec.mismatch.2 as usize, spec.mismatch.3 as usize);
-    let mismatch_sent = sent(run, spec, spec.mismatch.0, spec.mismatch.1, from as u32)[to];
+    let (step, layer, from, to) = spec.mismatch;
+    let mismatch_sent = sent(run, spec, step, layer, from)[to as usize];
+    let mismatch = |seq: usize, from: u32, to: u32, sent: u64, received: u64| json!({ "seq": seq, "from": from, "to": to, "sent": sent, "received": received });
+    let seq = step * run.layers + layer + 1;
     json!({
         "group": GROUP,
         "description": GROUP_DESC,
         "hidden": spec.hidden,
         "hot_rank": spec.hot_rank,
         "unit": "elements (BFloat16)",
-        "ranks": (0..n).map(|r| json!({
-            "rank": r,
-            "count": count[r],
-            "sent": sent_by[r],
-            "received": received_by[r],
-        })).collect::<Vec<_>>(),
-        "member_received": member_received,
+        "phases": {
+            "dispatch": dispatch.json(),
+            "combine": combine.json(),
+            "all-to-all": unpaired.json(),
+        },
         "skipped_malformed": 1,
         "cross_checked": ops_per_collective.iter().map(|k| k * (k - 1)).sum::<usize>(),
-        "mismatches": 1,
-        "mismatch": {
-            "seq": spec.mismatch.0 * run.layers + spec.mismatch.1 + 1,
-            "from": from,
-            "to": to,
-            "sent": mismatch_sent,
-            "received": mismatch_sent + spec.hidden,
-        },
+        // In Seq order: the dispatch's, then the combine's (the receiver sends back the
+        // row more it says it got).
+        "mismatches": [
+            mismatch(seq, from, to, mismatch_sent, mismatch_sent + spec.hidden),
+            mismatch(seq + 1, to, from, mismatch_sent + spec.hidden, mismatch_sent),
+        ],
     })
 }

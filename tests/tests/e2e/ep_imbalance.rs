@@ -1,11 +1,14 @@
 //! EP imbalance (issue 19 point 6) against the generated `ep4-imbalanced` run
-//! (`make-fixtures --ranks`): 4 ranks whose all-to-all-v split sizes send 4x the tokens
-//! to expert rank 2, one op with a garbage `In split size` and one receiver whose `Out
-//! split size` entry disagrees with its sender. With `--all-ranks` every rank's per-peer
-//! sums, its hot peer, the group's hot rank and its max/mean equal the ground truth
-//! (itself recounted here from the raw `record_param_comms` events); the garbage op is
-//! skipped and counted; the cross-check compares every sender/receiver pair and finds
-//! exactly the injected disagreement. One rank alone shows its own sends and receives.
+//! (`make-fixtures --ranks`): 4 ranks whose MoE dispatches send 4x the tokens to expert
+//! rank 2 and whose combines send them back, one dispatch with a garbage `In split size`
+//! and one receiver whose `Out split size` entry disagrees with its sender. With
+//! `--all-ranks` every rank's per-peer sums per phase (dispatch, combine, and the
+//! combine whose dispatch was skipped as a plain all-to-all), its hot peer, each group
+//! row's hot rank and its max/mean equal the ground truth (whose phases sum to a recount
+//! of the raw `record_param_comms` events); the garbage op is skipped and counted; the
+//! cross-check compares every sender/receiver pair and finds exactly the injected
+//! disagreement and its mirror in the combine. One rank alone shows its own sends and
+//! receives.
 //! A run without split sizes, and the HTA trace whose lists are all `"[]"`, have no
 //! section.
 
@@ -67,19 +70,36 @@ fn recount(path: &std::path::Path) -> (Vec<u64>, Vec<u64>, usize, usize) {
     (sent, received, read, bad)
 }
 
+/// The phases in section order.
+const PHASES: [&str; 3] = ["dispatch", "combine", "all-to-all"];
+
 #[test]
 fn all_ranks_per_peer_counts_hot_rank_and_cross_check_equal_the_injected_split_sizes() {
     let dir = tempfile::tempdir().unwrap();
     let truth = ep_run(dir.path());
     let want = &truth.ep;
-    // The ground truth is what the traces hold.
+    let phase = |p: &str| &want["phases"][p];
+    // The ground truth is what the traces hold: per rank, its phases sum to its raw ops.
     let mut bad_total = 0;
     for (r, file) in truth.files.iter().enumerate() {
         let (sent, received, read, bad) = recount(file);
-        let rank = &want["ranks"][r];
-        assert_eq!(sent, counts(&rank["sent"]), "rank {r} sent");
-        assert_eq!(received, counts(&rank["received"]), "rank {r} received");
-        assert_eq!(read as u64, rank["count"].as_u64().unwrap());
+        let sum = |key: &str| -> Vec<u64> {
+            (0..4)
+                .map(|p| {
+                    PHASES
+                        .iter()
+                        .map(|ph| counts(&phase(ph)["ranks"][r][key])[p])
+                        .sum()
+                })
+                .collect()
+        };
+        assert_eq!(sent, sum("sent"), "rank {r} sent");
+        assert_eq!(received, sum("received"), "rank {r} received");
+        let ops: u64 = PHASES
+            .iter()
+            .map(|ph| phase(ph)["ranks"][r]["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(read as u64, ops);
         bad_total += bad;
     }
     assert_eq!(bad_total, 1);
@@ -92,16 +112,39 @@ fn all_ranks_per_peer_counts_hot_rank_and_cross_check_equal_the_injected_split_s
     assert_eq!(ep["skipped_truncated"], 0);
     assert_eq!(ep["skipped_one_sided"], 0);
     let rows = ep["ranks"].as_array().expect("ranks[]");
-    assert_eq!(rows.len(), 4, "{rows:?}");
+    // Every rank's dispatches and combines; rank 3's combine whose dispatch was skipped
+    // is a plain all-to-all.
+    let keys: Vec<(String, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["phase"].as_str().unwrap().to_string(),
+                r["rank"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut expected_keys: Vec<(String, u64)> = Vec::new();
+    for ph in PHASES {
+        for r in 0..4u64 {
+            if phase(ph)["ranks"][r as usize]["count"].as_u64().unwrap() > 0 {
+                expected_keys.push((ph.to_string(), r));
+            }
+        }
+    }
+    assert_eq!(keys, expected_keys);
+    assert_eq!(rows.len(), 9, "{keys:?}");
     let mut ops = 0;
-    for (r, row) in rows.iter().enumerate() {
-        let rank = &want["ranks"][r];
+    for row in rows {
+        let (ph, r) = (
+            row["phase"].as_str().unwrap(),
+            row["rank"].as_u64().unwrap(),
+        );
+        let rank = &phase(ph)["ranks"][r as usize];
         let sent = counts(&rank["sent"]);
         let received = counts(&rank["received"]);
         assert_eq!(row["stage"], "decode");
         assert_eq!(row["group"], want["group"]);
-        assert_eq!(row["rank"], r as u64);
-        assert_eq!(row["count"], rank["count"]);
+        assert_eq!(row["count"], rank["count"], "{ph} rank {r}");
         ops += row["count"].as_u64().unwrap();
         assert_eq!(row["sent"], sent.iter().sum::<u64>());
         assert_eq!(row["received"], received.iter().sum::<u64>());
@@ -109,45 +152,66 @@ fn all_ranks_per_peer_counts_hot_rank_and_cross_check_equal_the_injected_split_s
         assert_eq!(peers.len(), 4);
         for (p, peer) in peers.iter().enumerate() {
             assert_eq!(peer["peer"], p as u64);
-            assert_eq!(peer["sent"], sent[p], "rank {r} to {p}");
-            assert_eq!(peer["received"], received[p], "rank {r} from {p}");
+            assert_eq!(peer["sent"], sent[p], "{ph}: rank {r} to {p}");
+            assert_eq!(peer["received"], received[p], "{ph}: rank {r} from {p}");
         }
         let (ratio, hot) = max_over_mean(&sent);
-        assert_eq!(
-            hot,
-            want["hot_rank"].as_u64().unwrap(),
-            "every rank's hot peer"
-        );
+        if ph == "dispatch" {
+            assert_eq!(
+                hot,
+                want["hot_rank"].as_u64().unwrap(),
+                "every rank's hot peer"
+            );
+        }
         assert_eq!(row["hot_peer"], hot);
         assert!((row["max_over_mean"].as_f64().unwrap() - ratio).abs() < 1e-9);
     }
     assert_eq!(ep["ops"], ops);
     let groups = ep["groups"].as_array().expect("groups[]");
-    assert_eq!(groups.len(), 1);
-    let group = &groups[0];
-    assert_eq!(group["group"], want["group"]);
-    assert_eq!(group["description"], want["description"]);
-    assert_eq!(group["members_are_ranks"], true);
-    assert_eq!(counts(&group["members"]), vec![0, 1, 2, 3]);
-    assert_eq!(counts(&group["senders"]), vec![0, 1, 2, 3]);
-    let member_received = counts(&want["member_received"]);
-    assert_eq!(counts(&group["received"]), member_received);
-    let (ratio, hot) = max_over_mean(&member_received);
-    assert_eq!(group["hot_rank"], want["hot_rank"]);
-    assert_eq!(hot, 2);
-    assert!((group["max_over_mean"].as_f64().unwrap() - ratio).abs() < 1e-9);
-    assert!(ratio > 2.0, "the skew is visible: {ratio}");
-    // Every pair of the 15 collectives (4 ranks: 12 pairs; 3 where the garbage op is).
-    assert_eq!(ep["cross_checked"], want["cross_checked"]);
-    assert_eq!(ep["cross_checked"], 14 * 12 + 6);
-    assert_eq!(ep["mismatches"], 1);
-    let m = &ep["mismatch_examples"][0];
-    for key in ["seq", "from", "to", "sent", "received"] {
-        assert_eq!(m[key], want["mismatch"][key], "{key}");
+    let phases: Vec<&str> = groups
+        .iter()
+        .map(|g| g["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, PHASES);
+    let mut ratios = Vec::new();
+    for group in groups {
+        let ph = group["phase"].as_str().unwrap();
+        assert_eq!(group["group"], want["group"]);
+        assert_eq!(group["description"], want["description"]);
+        assert_eq!(group["members_are_ranks"], true);
+        assert_eq!(counts(&group["members"]), vec![0, 1, 2, 3]);
+        let senders = if ph == "all-to-all" {
+            vec![3]
+        } else {
+            vec![0, 1, 2, 3]
+        };
+        assert_eq!(counts(&group["senders"]), senders, "{ph}");
+        let member_received = counts(&phase(ph)["member_received"]);
+        assert_eq!(counts(&group["received"]), member_received, "{ph}");
+        let (ratio, hot) = max_over_mean(&member_received);
+        assert_eq!(group["hot_rank"], hot, "{ph}");
+        assert!((group["max_over_mean"].as_f64().unwrap() - ratio).abs() < 1e-9);
+        ratios.push(ratio);
     }
-    assert_eq!(m["group"], want["group"]);
+    // The dispatch shows the hot expert rank; the combine carries the traffic home,
+    // where every rank gets back about what it sent.
+    assert_eq!(groups[0]["hot_rank"], want["hot_rank"]);
+    assert!(ratios[0] > 2.0, "the skew is visible: {ratios:?}");
+    assert!(ratios[1] < 1.25, "the combine is about even: {ratios:?}");
+    // Every pair of the 20 collectives (4 ranks: 12 pairs; 3 where the garbage op is).
+    assert_eq!(ep["cross_checked"], want["cross_checked"]);
+    assert_eq!(ep["cross_checked"], 19 * 12 + 6);
+    assert_eq!(ep["mismatches"], 2);
+    let examples = ep["mismatch_examples"].as_array().unwrap();
+    assert_eq!(examples.len(), 2);
+    for (m, w) in examples.iter().zip(want["mismatches"].as_array().unwrap()) {
+        for key in ["seq", "from", "to", "sent", "received"] {
+            assert_eq!(m[key], w[key], "{key}");
+        }
+        assert_eq!(m["group"], want["group"]);
+    }
 
-    // The section in the text formats: the hot rank and the cross-check.
+    // The section in the text formats: the phase, the hot rank and the cross-check.
     for format in ["markdown", "text", "html"] {
         let out = llm_triage()
             .args(["--input", &input, "--all-ranks", "--format", format])
@@ -156,9 +220,10 @@ fn all_ranks_per_peer_counts_hot_rank_and_cross_check_equal_the_injected_split_s
         assert!(out.status.success());
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains("EP imbalance"), "{format}");
-        assert!(text.contains("hot rank 2 received"), "{format}");
+        assert!(text.contains("dispatch: hot rank 2 received"), "{format}");
+        assert!(text.contains("combine: hot rank"), "{format}");
         assert!(
-            text.contains("1 of 174 sender/receiver pairs disagree"),
+            text.contains("2 of 234 sender/receiver pairs disagree"),
             "{format}"
         );
         assert!(text.contains("1 malformed split list"), "{format}");
@@ -169,27 +234,37 @@ fn all_ranks_per_peer_counts_hot_rank_and_cross_check_equal_the_injected_split_s
 fn one_rank_alone_shows_its_own_sends_and_receives() {
     let dir = tempfile::tempdir().unwrap();
     let truth = ep_run(dir.path());
-    let want = &truth.ep["ranks"][0];
     let report = triage_json(&["--input", &truth.dir.display().to_string()]);
     let ep = &report["ep_imbalance"];
     let rows = ep["ranks"].as_array().expect("ranks[]");
-    assert_eq!(rows.len(), 1);
-    let row = &rows[0];
-    assert_eq!(row["rank"], 0);
-    assert_eq!(row["count"], want["count"]);
-    let peers = row["peers"].as_array().unwrap();
-    let sent: Vec<u64> = peers.iter().map(|p| p["sent"].as_u64().unwrap()).collect();
-    let received: Vec<u64> = peers
-        .iter()
-        .map(|p| p["received"].as_u64().unwrap())
-        .collect();
-    assert_eq!(sent, counts(&want["sent"]));
-    assert_eq!(received, counts(&want["received"]));
-    // The group as rank 0's own sends reached its members.
-    let group = &ep["groups"][0];
-    assert_eq!(counts(&group["senders"]), vec![0]);
-    assert_eq!(counts(&group["received"]), sent);
-    assert_eq!(group["hot_rank"], 2);
+    // Rank 0 read every op: its dispatches and their combines.
+    let phases: Vec<&str> = rows.iter().map(|r| r["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["dispatch", "combine"]);
+    for (row, ph) in rows.iter().zip(phases) {
+        let want = &truth.ep["phases"][ph]["ranks"][0];
+        assert_eq!(row["rank"], 0);
+        assert_eq!(row["count"], want["count"]);
+        let peers = row["peers"].as_array().unwrap();
+        let sent: Vec<u64> = peers.iter().map(|p| p["sent"].as_u64().unwrap()).collect();
+        let received: Vec<u64> = peers
+            .iter()
+            .map(|p| p["received"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sent, counts(&want["sent"]), "{ph}");
+        assert_eq!(received, counts(&want["received"]), "{ph}");
+        // The group as rank 0's own sends reached its members.
+        let group = ep["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["phase"] == ph)
+            .unwrap();
+        assert_eq!(counts(&group["senders"]), vec![0]);
+        assert_eq!(counts(&group["received"]), sent);
+        if ph == "dispatch" {
+            assert_eq!(group["hot_rank"], 2);
+        }
+    }
     // No other rank: nothing to cross-check, nothing skipped on rank 0.
     assert_eq!(ep["cross_checked"], 0);
     assert_eq!(ep["skipped_malformed"], 0);
