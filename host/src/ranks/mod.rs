@@ -13,9 +13,10 @@
 //! The report is the reference rank's (the lowest rank that could be read), with every
 //! rank's inputs and the `ranks`, `collectives` and `stragglers` sections added; it is
 //! the only rank triaged in full, the others only as far as their digest needs (read,
-//! link, stage, timeline: `triage::Depth::Digest`). Ranks are read by as many workers
-//! as keep the cores busy (a gzip rank's inflate thread counts), fewer when the memory
-//! available would not hold that many ranks' traces at once (said in a note).
+//! link, stage, timeline: `triage::Depth::Digest`). As many ranks are read at once as
+//! keep the cores busy (a gzip rank's inflate thread counts), fewer when the memory
+//! available would not hold that many ranks' traces at once (said in a note); a rank's
+//! work after its read runs beside the next rank's read.
 
 mod align;
 mod digest;
