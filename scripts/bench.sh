@@ -8,8 +8,10 @@
 #   scripts/bench.sh --ranks N [RUNS]      N ranks of 250 MB each (one file per rank, named
 #                                          rank<r>.pt.trace.json.gz): `--all-ranks` on their
 #                                          directory against one rank's triage; its time as a
-#                                          multiple of one rank's, and peak RSS against the
-#                                          total JSON (issue 19: <= 2.3x and <= 0.25x for 4)
+#                                          multiple of one rank's (wall, and user+sys, the
+#                                          steadier figure on a loaded machine), and peak RSS
+#                                          against the total JSON (issue 19: <= 2.3x and
+#                                          <= 0.25x for 4)
 #
 # Options (before the sizes): --source FILE tiles another trace (default: the B200 vLLM
 # trace in ../shared/traces); --keep DIR leaves the tiled traces there; --plain triages
@@ -68,10 +70,10 @@ cargo build --release -q
 cargo build --release -q -p llm-triage --example tile_trace
 triage=./target/release/llm-triage
 
-timed() { # appends "wall_seconds max_rss_kb" of the command to file $1
+timed() { # appends "wall_seconds max_rss_kb user_seconds sys_seconds" of the command to file $1
     local out=$1
     shift
-    /usr/bin/time -f "%e %M" -o "$work/time" "$@" > /dev/null 2> "$work/stderr" || {
+    /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$@" > /dev/null 2> "$work/stderr" || {
         cat "$work/stderr" >&2
         exit 1
     }
@@ -140,17 +142,21 @@ bench_ranks() {
         timed "$work/one.txt" "$triage" --framework vllm --input "$rdir/rank0.pt.trace.json.gz" --format json
         timed "$work/all.txt" "$triage" --framework vllm --input "$rdir" --all-ranks --format json
     done
-    local one_s all_s rss_kb
+    local one_s all_s rss_kb one_cpu all_cpu
     one_s=$(cut -d' ' -f1 "$work/one.txt" | median)
     all_s=$(cut -d' ' -f1 "$work/all.txt" | median)
     rss_kb=$(cut -d' ' -f2 "$work/all.txt" | sort -n | tail -1)
-    echo "runs (wall s max-RSS-KB): one rank  $(paste -sd';' "$work/one.txt")" >&2
-    echo "                          all ranks $(paste -sd';' "$work/all.txt")" >&2
-    awk -v j="$json_total" -v n="$n" -v o="$one_s" -v a="$all_s" -v r="$rss_kb" -v k="$runs" 'BEGIN {
+    # user+sys too: other work on the machine moves wall time far more than CPU time.
+    one_cpu=$(awk '{print $3 + $4}' "$work/one.txt" | median)
+    all_cpu=$(awk '{print $3 + $4}' "$work/all.txt" | median)
+    echo "runs (wall s max-RSS-KB user s sys s): one rank  $(paste -sd';' "$work/one.txt")" >&2
+    echo "                                       all ranks $(paste -sd';' "$work/all.txt")" >&2
+    awk -v j="$json_total" -v n="$n" -v o="$one_s" -v a="$all_s" -v r="$rss_kb" -v k="$runs" \
+        -v oc="$one_cpu" -v ac="$all_cpu" 'BEGIN {
         printf "ranks                  %d x 250 MB = %.1f MB of JSON\n", n, j / 1e6
-        printf "one rank median        %.2f s  (%d runs, alternating)\n", o, k
-        printf "all ranks median       %.2f s\n", a
-        printf "all / one              %.2fx\n", a / o
+        printf "one rank median        %.2f s, user+sys %.2f s  (%d runs, alternating)\n", o, oc, k
+        printf "all ranks median       %.2f s, user+sys %.2f s (%.2f cores busy)\n", a, ac, ac / a
+        printf "all / one              %.2fx (user+sys %.2fx)\n", a / o, ac / oc
         printf "peak RSS (all ranks)   %.0f MB = %.3fx the total JSON\n", r / 1024, r * 1024 / j
     }'
     [[ -n $keep ]] || rm -rf "$rdir"

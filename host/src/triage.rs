@@ -797,6 +797,12 @@ fn read_all(files: &[&TraceFile], progress: bool, read_scope: ReadScope) -> Vec<
         ProgressBar::hidden()
     };
     let done = AtomicU64::new(0);
+    // On an all-ranks worker, this rank's read waits for its place among the reads the
+    // run keeps going at once (`ranks`), and gives it back when its files are read.
+    let _reading = match files.is_empty() {
+        true => None,
+        false => crate::ranks::start_reading(),
+    };
     let results: Vec<Result<Trace>> = std::thread::scope(|scope| {
         let handles: Vec<_> = files
             .iter()

@@ -99,6 +99,12 @@ pub(super) fn digest(observed: &Observed<'_>, rules: &CollectiveRules, rank: u32
         .collect::<Vec<_>>()
         .join(", ");
     let mut stages = Vec::new();
+    // Each trace's frames by thread, sorted once for all its stages.
+    let mut frames: Vec<ThreadFrames> = observed
+        .staged
+        .iter()
+        .map(|s| ThreadFrames::of(s.trace))
+        .collect();
     for stage_report in &report.stages {
         let Some(timeline) = &stage_report.timeline else {
             continue;
@@ -113,13 +119,14 @@ pub(super) fn digest(observed: &Observed<'_>, rules: &CollectiveRules, rank: u32
             .collect();
         let mut collectives = Vec::new();
         let mut outside_steps = 0;
-        for staged in observed.staged {
+        for (staged, frames) in observed.staged.iter().zip(&mut frames) {
             let found = stage_collectives(
                 staged.trace,
                 &staged.split.stages,
                 &stage_report.stage,
                 rules,
                 &steps,
+                frames,
                 observed,
             );
             outside_steps += found.1;
@@ -151,6 +158,7 @@ fn stage_collectives(
     label: &str,
     rules: &CollectiveRules,
     steps: &[(Ns, Ns)],
+    frames: &mut ThreadFrames,
     observed: &Observed<'_>,
 ) -> (Vec<Collective>, usize) {
     let Some(pid) = busiest_gpu_pid(trace) else {
@@ -183,7 +191,6 @@ fn stage_collectives(
     streams.sort_unstable();
     streams.dedup();
     let compute = compute_union(trace, &ops);
-    let mut frames = ThreadFrames::of(trace);
     let mut names: FxHashMap<Sym, String> = FxHashMap::default();
     let mut ordinals: FxHashMap<(usize, String, usize), usize> = FxHashMap::default();
     let mut found = Vec::new();
@@ -198,7 +205,7 @@ fn stage_collectives(
             &ops[stretch_from..at],
             since,
             op.ts,
-            &mut frames,
+            frames,
             &mut names,
             observed,
         );
