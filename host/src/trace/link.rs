@@ -315,7 +315,7 @@ fn launch_of_call(
     let external_op = external.and_then(|id| {
         pick_cpu_op(
             trace,
-            ops_by_external.get(trace, id)?,
+            ops_by_external.get(id)?,
             (call.pid, call.tid),
             call.ts,
         )
@@ -332,7 +332,7 @@ fn legacy_launch_of_op(
     launches: &mut Launches,
 ) {
     let found = external_id.and_then(|id| {
-        let cands = ops_by_external.get(trace, id)?;
+        let cands = ops_by_external.get(id)?;
         nearest_start_at_or_before(cands, |&c| trace.cpu_ops.at(c as usize).ts, op_ts)
     });
     let Some(c) = found else {
@@ -405,18 +405,8 @@ fn contains_time(start: Ns, end: Ns, t: Ns) -> bool {
 /// correlation repeated inside their process. When a correlation repeats, the call that
 /// started last at or before the op wins (else the earliest one).
 fn runtime_calls_of_ops(trace: &Trace) -> (Vec<Option<u32>>, u64) {
-    // Call indices sorted by (correlation, process, start); a stable sort keeps the file
-    // order of equal starts. 4 bytes a call, no table of lists.
-    let mut by_correlation: Vec<u32> = (0..trace.runtime.len() as u32).collect();
-    by_correlation.sort_by_key(|&c| {
-        let (calls, c) = (&trace.runtime, c as usize);
-        (calls.correlation(c), calls.pid(c), calls.ts(c))
-    });
-    let calls_of = |correlation: u64| {
-        equal_range(&by_correlation, |&c| {
-            trace.runtime.correlation(c as usize).cmp(&correlation)
-        })
-    };
+    let by_correlation = CallsByCorrelation::new(trace);
+    let calls_of = |correlation: u64| by_correlation.calls_of(correlation);
     let owners = track_owners(trace, &calls_of);
     let mut collisions = 0;
     let runtime_of = trace
@@ -442,6 +432,38 @@ fn runtime_calls_of_ops(trace: &Trace) -> (Vec<Option<u32>>, u64) {
         })
         .collect();
     (runtime_of, collisions)
+}
+
+/// Call indices sorted by (correlation, process, start), equal keys in file order, with
+/// each one's correlation beside it: a GPU op's calls are found by a binary search over
+/// plain numbers, not over calls decoded from the compact table at every step (that
+/// decoding was a sixth of the link).
+struct CallsByCorrelation {
+    calls: Vec<u32>,
+    correlations: Vec<u64>,
+}
+
+impl CallsByCorrelation {
+    fn new(trace: &Trace) -> CallsByCorrelation {
+        let calls = &trace.runtime;
+        // Each key decoded once; the index last, so the unstable sort orders equal keys as
+        // a stable one would.
+        let mut keyed: Vec<(u64, Sym, Ns, u32)> = (0..calls.len())
+            .map(|c| (calls.correlation(c), calls.pid(c), calls.ts(c), c as u32))
+            .collect();
+        keyed.sort_unstable();
+        CallsByCorrelation {
+            correlations: keyed.iter().map(|k| k.0).collect(),
+            calls: keyed.into_iter().map(|k| k.3).collect(),
+        }
+    }
+
+    /// The calls of one correlation, by (process, start).
+    fn calls_of(&self, correlation: u64) -> &[u32] {
+        let start = self.correlations.partition_point(|&c| c < correlation);
+        let len = self.correlations[start..].partition_point(|&c| c == correlation);
+        &self.calls[start..start + len]
+    }
 }
 
 fn same_process(trace: &Trace, a: u32, b: u32) -> bool {
@@ -553,22 +575,21 @@ fn nearest_start_at_or_before(sorted: &[u32], start: impl Fn(&u32) -> Ns, t: Ns)
     }
 }
 
-/// The cpu_ops that carry an External id some launch asks for, sorted by (id, start).
-/// Most cpu_ops (views, slices) launch nothing, so they are left out.
-struct OpsByExternalId(Vec<u32>);
+/// The cpu_ops that carry an External id some launch asks for, sorted by (id, start),
+/// with each one's id beside it (a lookup is a binary search over plain numbers, not
+/// over CPU ops decoded at every step: that was a third of the link). Most cpu_ops
+/// (views, slices) launch nothing, so they are left out.
+struct OpsByExternalId {
+    ops: Vec<u32>,
+    ids: Vec<u64>,
+}
 
 impl OpsByExternalId {
     /// The cpu_ops with External id `id`, by start.
-    fn get<'s>(&'s self, trace: &Trace, id: u64) -> Option<&'s [u32]> {
-        let ops = equal_range(&self.0, |&c| {
-            trace
-                .cpu_ops
-                .at(c as usize)
-                .external_id
-                .unwrap_or_default()
-                .cmp(&id)
-        });
-        (!ops.is_empty()).then_some(ops)
+    fn get(&self, id: u64) -> Option<&[u32]> {
+        let start = self.ids.partition_point(|&i| i < id);
+        let len = self.ids[start..].partition_point(|&i| i == id);
+        (len > 0).then(|| &self.ops[start..start + len])
     }
 }
 
@@ -577,21 +598,20 @@ fn index_cpu_ops_by_external_id(
     wanted_ids: impl Iterator<Item = Option<u64>>,
 ) -> OpsByExternalId {
     let wanted: rustc_hash::FxHashSet<u64> = wanted_ids.flatten().collect();
-    let mut ops: Vec<u32> = (0..trace.cpu_ops.len() as u32)
-        .filter(|&c| {
-            trace
-                .cpu_ops
-                .at(c as usize)
-                .external_id
-                .is_some_and(|id| wanted.contains(&id))
+    let ops = &trace.cpu_ops;
+    let mut keyed: Vec<(u64, Ns, u32)> = (0..ops.len())
+        .filter_map(|c| {
+            let id = ops.external_id(c).filter(|id| wanted.contains(id))?;
+            Some((id, ops.ts(c), c as u32))
         })
         .collect();
-    // Stable: equal starts keep file order, as the candidates always had.
-    ops.sort_by_key(|&c| {
-        let op = trace.cpu_ops.at(c as usize);
-        (op.external_id, op.ts)
-    });
-    OpsByExternalId(ops)
+    // Equal starts keep file order (the index is the last key), as the candidates
+    // always had.
+    keyed.sort_unstable();
+    OpsByExternalId {
+        ids: keyed.iter().map(|k| k.0).collect(),
+        ops: keyed.into_iter().map(|k| k.2).collect(),
+    }
 }
 
 /// The candidate on the launching thread that contains the launch, else the one of the
@@ -711,10 +731,7 @@ fn items_on_launching_threads(
 fn innermost_cpu_ops(trace: &Trace, points: &[Option<(Thread, Ns)>]) -> Vec<Option<u32>> {
     let ops = &trace.cpu_ops;
     let items = items_on_launching_threads(ops.len(), |i| ops.thread(i), points);
-    let span = |i: u32| {
-        let op = ops.at(i as usize);
-        (op.ts, op.ts.saturating_add(op.dur))
-    };
+    let span = |i: u32| ops.span(i as usize);
     let mut innermost = vec![None; points.len()];
     sweep_active(items, span, points, |q, active| {
         innermost[q] = active.last().map(|iv| iv.item);
@@ -729,10 +746,7 @@ fn python_stacks(
 ) -> (Vec<Option<StackId>>, Vec<Vec<Sym>>) {
     let frames = &trace.py_frames;
     let items = items_on_launching_threads(frames.len(), |i| frames.thread(i), points);
-    let span = |i: u32| {
-        let frame = frames.at(i as usize);
-        (frame.ts, frame.end())
-    };
+    let span = |i: u32| frames.span(i as usize);
     let mut ids: HashMap<Vec<Sym>, StackId> = HashMap::default();
     let mut stacks: Vec<Vec<Sym>> = Vec::new();
     let mut stack_of = vec![None; points.len()];
@@ -751,7 +765,7 @@ fn python_stacks(
         }
         let names: Vec<Sym> = active
             .iter()
-            .map(|iv| frames.at(iv.item as usize).name)
+            .map(|iv| frames.name(iv.item as usize))
             .collect();
         let id = *ids.entry(names).or_insert_with_key(|names| {
             stacks.push(names.clone());
