@@ -211,6 +211,11 @@ impl Spans {
         }
     }
 
+    /// Record `i`'s thread index (into `threads`) alone.
+    fn thread_index(&self, i: usize) -> u32 {
+        self.name_thread(i).1
+    }
+
     /// Record `i`'s (pid, tid) alone.
     fn thread(&self, i: usize) -> (Sym, Sym) {
         self.threads[self.name_thread(i).1 as usize]
@@ -384,6 +389,18 @@ impl PyFrames {
         self.spans.thread(i)
     }
 
+    /// The table's threads, (pid, tid), by [`PyFrames::thread_index`]: a trace has a few
+    /// dozen, so a pass that groups records by thread can index a list instead of
+    /// hashing each record's (pid, tid).
+    pub fn threads(&self) -> &[(Sym, Sym)] {
+        &self.spans.threads
+    }
+
+    /// Frame `i`'s index into [`PyFrames::threads`].
+    pub fn thread_index(&self, i: usize) -> u32 {
+        self.spans.thread_index(i)
+    }
+
     /// Each distinct frame name below `symbols` (the trace's interner size) with its
     /// number of frames, in symbol order: one pass over the packed names, no times
     /// decoded. A trace holds millions of frames and a few thousand names, and the
@@ -516,6 +533,16 @@ impl CpuOps {
     /// The (pid, tid) of op `i`, without decoding the rest.
     pub fn thread(&self, i: usize) -> (Sym, Sym) {
         self.spans.thread(i)
+    }
+
+    /// The table's threads by [`CpuOps::thread_index`] (see [`PyFrames::threads`]).
+    pub fn threads(&self) -> &[(Sym, Sym)] {
+        &self.spans.threads
+    }
+
+    /// Op `i`'s index into [`CpuOps::threads`].
+    pub fn thread_index(&self, i: usize) -> u32 {
+        self.spans.thread_index(i)
     }
 
     /// Op `i`'s start, its External id and its (start, end), each without decoding the
