@@ -191,17 +191,22 @@ pub fn is_graph_launch(name: &str) -> bool {
 
 /// Links every GPU op of `trace` to its runtime call, cpu_op and Python stack.
 pub fn link(trace: &Trace) -> Linked {
-    let (runtime_of, collisions) = runtime_calls_of_ops(trace);
-    // The ids looked up: the launching call's, and each op's own.
-    let wanted = trace
-        .gpu_ops
-        .iter()
-        .zip(&runtime_of)
-        .flat_map(|(op, runtime)| {
-            let call = runtime.and_then(|r| trace.runtime.external_id(r as usize));
-            [call, op.external_id]
+    // The cpu_ops by External id on a second core while each op's call is found here.
+    // The ids looked up are a launching call's or an op's own: every call's and op's
+    // id is a superset of them, known before the calls are chosen (an id nobody looks
+    // up changes no lookup).
+    let (ops_by_external, (runtime_of, collisions)) = std::thread::scope(|scope| {
+        let index = scope.spawn(|| {
+            let calls = (0..trace.runtime.len()).map(|c| trace.runtime.external_id(c));
+            let ops = trace.gpu_ops.iter().map(|op| op.external_id);
+            index_cpu_ops_by_external_id(trace, calls.chain(ops))
         });
-    let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
+        let runtime_of = runtime_calls_of_ops(trace);
+        let index = index
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (index, runtime_of)
+    });
 
     let mut launches = Launches::with_capacity(trace.gpu_ops.len());
     let mut no_launch = 0;
@@ -1215,8 +1220,8 @@ mod tests {
                 assert_eq!(lookup(id), set.contains(&id), "id {id}");
             }
         }
-        let mut none = WantedIds::new(Vec::new()).lookup();
-        assert!(!none(0));
+        let none = WantedIds::new(Vec::new());
+        assert!(!none.lookup()(0));
     }
 
     #[test]
