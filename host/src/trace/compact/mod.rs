@@ -540,6 +540,11 @@ impl CpuOps {
         &self.spans.threads
     }
 
+    /// Op `i`'s name alone.
+    pub fn name(&self, i: usize) -> Sym {
+        self.spans.name_thread(i).0
+    }
+
     /// Op `i`'s index into [`CpuOps::threads`].
     pub fn thread_index(&self, i: usize) -> u32 {
         self.spans.thread_index(i)
