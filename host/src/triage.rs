@@ -498,7 +498,6 @@ pub(crate) fn run_observed(
     // Freeing the traces and their links (millions of records: munmap and page work,
     // about 10 ms at 1 GB) is left to a thread of its own, so the report is rendered
     // meanwhile; a process that exits first frees them all the same.
-    drop(overlap_inputs);
     drop((staged, mapping_staged, all_traces));
     let linked = (formal.linked, formal.splits);
     let mapping_linked = mapping.map(|m| (m.linked, m.splits));
