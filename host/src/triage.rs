@@ -374,8 +374,8 @@ pub(crate) fn run_observed(
     // The analyses only read the staged traces, so they run as two groups of about equal
     // cost, one per core; each group's tables are put on the stages afterwards in one
     // fixed order, so the report is the same whichever group finishes first. Measured
-    // at 1 GB (CPU ms, LLM_TRIAGE_PHASES=1): kernel tables 42, overlap 82, model class
-    // 6, rooflines 41 against facts 15, timelines 102, layers 45.
+    // at 1 GB (CPU ms, LLM_TRIAGE_PHASES=1): kernel tables 25-45, overlap 55-85, model
+    // class 3, rooflines 27-45 against facts 8-12, timelines 63-74, layers 32-35.
     // The run's model class and facts (each a pass over every Python frame) go one to each.
     let (
         ((stages, every_row), overlap, model_class_found, (rooflines, roofline_notes)),
