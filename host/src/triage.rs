@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -101,20 +102,25 @@ fn prepare<'p>(
     set: &TraceSet,
     traces: &mut Vec<Trace>,
     graphs: &[CapturedGraph],
+    phases: &mut Phases,
 ) -> Result<(Prepared<'p>, Vec<String>)> {
     let server_args = set.server_args.as_ref().map(|a| &a.values);
     let evidences: Vec<_> = traces.iter().map(|t| evidence(t, server_args)).collect();
+    phases.done("evidence");
     let selection = plugins::select(plugin_set, framework, &evidences)?;
     let engine = selection.engine;
     let locator = Locator::new(&engine.attribution()?);
+    phases.done("select");
     let mut linked: Vec<Linked> = Vec::with_capacity(traces.len());
     let mut replay_notes = Vec::new();
     for trace in std::mem::take(traces) {
         let linked_here = link(&trace);
+        phases.done("link");
         let (trace, resolved, summary) = resolve_replays(trace, linked_here, graphs);
         replay_notes.extend(graph_replay_notes(&summary, graphs.len()));
         traces.push(trace);
         linked.push(resolved);
+        phases.done("resolve_replays");
     }
     let splits = traces
         .iter()
@@ -122,6 +128,7 @@ fn prepare<'p>(
         .zip(&linked)
         .map(|((trace, file), linked)| stage_trace(engine, trace, file.path_stage, linked))
         .collect::<Result<Vec<StageSplit>>>()?;
+    phases.done("stage");
     Ok((
         Prepared {
             selection,
@@ -195,6 +202,7 @@ pub(crate) fn run_observed(
     depth: Depth,
     observe: &mut dyn FnMut(&Observed<'_>),
 ) -> Result<Report> {
+    let mut phases = Phases::from_env();
     let mut traces_set = match (request.rank, request.rank_inputs.as_slice()) {
         (Some(rank), files) if !files.is_empty() => discover_rank_files(files, rank)?,
         _ => discover(&request.input, request.rank)?,
@@ -227,19 +235,23 @@ pub(crate) fn run_observed(
     // So does a --model-config that cannot be read.
     let explicit_model =
         crate::trace::model_config::model_shape(request.model_config.as_deref(), &[])?;
+    phases.done("discover+plugins+catalog");
     // Both sets in one parallel read, under one progress bar.
     let mut sets = vec![&mut traces_set];
     sets.extend(mapping_set.as_mut());
     let mut read = read_sets(&mut sets, request.progress, depth.read_scope())?.into_iter();
     let traces = read.next().unwrap_or_default();
     let mapping_traces = read.next().unwrap_or_default();
+    phases.done("read");
     diffusers_fallback::check_frames(&traces)?;
     diffusers_fallback::check_frames(&mapping_traces)?;
+    phases.done("check_frames");
     let (mut traces, mut pid_notes) = keep_pids(traces, request.pid_substring.as_deref())?;
     let (mut mapping_traces, mapping_pid_notes) =
         keep_pids(mapping_traces, request.pid_substring.as_deref())?;
     pid_notes.extend(mapping_pid_notes);
     let (graphs, capture_notes) = read_captures(request, &traces_set, request.progress)?;
+    phases.done("keep_pids+read_captures");
 
     let (formal, replay_notes) = prepare(
         plugin_set,
@@ -247,6 +259,7 @@ pub(crate) fn run_observed(
         &traces_set,
         &mut traces,
         &graphs,
+        &mut phases,
     )?;
     let selection = &formal.selection;
     let engine = selection.engine;
@@ -258,6 +271,7 @@ pub(crate) fn run_observed(
                 set,
                 &mut mapping_traces,
                 &[],
+                &mut phases,
             )?
             .0,
         ),
@@ -281,6 +295,7 @@ pub(crate) fn run_observed(
     let server_args = server_args_found.map(|a| &a.values);
 
     let staged = staged_traces(&traces, &formal);
+    phases.done("mapping+staged");
     let timeline_options = TimelineOptions {
         top_gaps: request.top_gaps,
         steps: &step_catalog,
@@ -353,35 +368,46 @@ pub(crate) fn run_observed(
     let device_row = match_trace_device(device, &device_table, chosen);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
     let roof = roofline::roof_of(device, device_row.as_ref());
+    phases.done("analysis inputs");
+    let timed = phases.enabled();
 
     // The analyses only read the staged traces, so they run as two groups of about equal
     // cost, one per core; each group's tables are put on the stages afterwards in one
-    // fixed order, so the report is the same whichever group finishes first.
+    // fixed order, so the report is the same whichever group finishes first. Measured
+    // at 1 GB (CPU ms, LLM_TRIAGE_PHASES=1): kernel tables 25-45, overlap 55-85, model
+    // class 3, rooflines 27-45 against facts 8-12, timelines 63-74, layers 32-35.
     // The run's model class and facts (each a pass over every Python frame) go one to each.
     let (
-        ((stages, every_row), overlap, model_class_found),
-        (facts, timelines, layers, (rooflines, roofline_notes)),
+        ((stages, every_row), overlap, model_class_found, (rooflines, roofline_notes)),
+        (facts, timelines, layers),
     ) = both_at_once(
         || {
+            let mut group = Phases::of_thread(timed, "  group 1: ");
             // Rows are summed once; the fuse matcher sees every row, the table only
             // those above the cut (small split kernels are fusion evidence).
             let tables =
                 kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
-            (
-                tables,
-                overlap_tables(&overlap_inputs, &overlap_options),
-                all_traces.iter().find_map(|t| model_class(t)),
-            )
+            group.done("kernel tables");
+            let overlap = overlap_tables(&overlap_inputs, &overlap_options);
+            group.done("overlap");
+            let model_class_found = all_traces.iter().find_map(|t| model_class(t));
+            group.done("model class");
+            let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs);
+            group.done("rooflines");
+            (tables, overlap, model_class_found, rooflines)
         },
         || {
-            (
-                run_facts(server_args, &all_traces),
-                stage_timelines(&staged, &formal.locator, &families, &timeline_options),
-                stage_layers(&staged, &layer_inputs),
-                roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs),
-            )
+            let mut group = Phases::of_thread(timed, "  group 2: ");
+            let facts = run_facts(server_args, &all_traces);
+            group.done("facts");
+            let timelines = stage_timelines(&staged, &formal.locator, &families, &timeline_options);
+            group.done("timelines");
+            let layers = stage_layers(&staged, &layer_inputs);
+            group.done("layers");
+            (facts, timelines, layers)
         },
     );
+    phases.done("analyses");
     let fuse_input = FuseInput {
         engine: engine.name(),
         facts: &facts,
@@ -392,6 +418,7 @@ pub(crate) fn run_observed(
     let stages = attach_timeline(stages, timelines);
     let mut stages = attach_layers(stages, layers);
     stages = roofline::attach(stages, rooflines, &roof);
+    phases.done("attach");
     let inputs = input_infos(&traces_set, &traces);
     if inputs.iter().all(|i| i.graph_capture.is_some()) {
         // Nothing ran: a kernel table of the stray kernels would pretend to be the
@@ -462,12 +489,82 @@ pub(crate) fn run_observed(
         ep_imbalance,
         device,
     };
+    phases.done("notes+ep_imbalance");
     observe(&Observed {
         staged: &staged,
         locator: &formal.locator,
         report: &report,
     });
+    // Freeing the traces and their links (millions of records: munmap and page work,
+    // about 10 ms at 1 GB) is left to a thread of its own, so the report is rendered
+    // meanwhile; a process that exits first frees them all the same.
+    drop((staged, mapping_staged, all_traces));
+    let linked = (formal.linked, formal.splits);
+    let mapping_linked = mapping.map(|m| (m.linked, m.splits));
+    let freed = (traces, mapping_traces, linked, mapping_linked);
+    std::thread::spawn(move || drop(freed));
+    phases.done("drop");
     Ok(report)
+}
+
+/// `LLM_TRIAGE_PHASES=1`: each phase's wall and CPU time on stderr, in ms, to see where a
+/// triage's time goes (CPU time is the steadier figure on a busy machine: the process's
+/// for the pipeline, the thread's for one analysis group). Off, a phase costs one branch.
+struct Phases {
+    /// Wall and CPU clock when the last phase ended; `None` when off.
+    last: Option<(Instant, f64)>,
+    /// Which CPU clock: the process's or this thread's.
+    clock: libc::clockid_t,
+    prefix: &'static str,
+}
+
+impl Phases {
+    fn from_env() -> Phases {
+        let on = std::env::var_os("LLM_TRIAGE_PHASES").is_some_and(|v| v == "1");
+        Phases::started(on, libc::CLOCK_PROCESS_CPUTIME_ID, "")
+    }
+
+    /// One analysis group's phases, on its thread's CPU clock.
+    fn of_thread(on: bool, prefix: &'static str) -> Phases {
+        Phases::started(on, libc::CLOCK_THREAD_CPUTIME_ID, prefix)
+    }
+
+    fn started(on: bool, clock: libc::clockid_t, prefix: &'static str) -> Phases {
+        Phases {
+            last: on.then(|| (Instant::now(), cpu_ms(clock))),
+            clock,
+            prefix,
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        self.last.is_some()
+    }
+
+    /// Says how long `phase` took, since the last phase ended.
+    fn done(&mut self, phase: &str) {
+        if let Some((wall, cpu)) = self.last {
+            let (now, cpu_now) = (Instant::now(), cpu_ms(self.clock));
+            eprintln!(
+                "llm-triage: phase {}{phase}: {:.1} ms wall, {:.1} ms CPU",
+                self.prefix,
+                (now - wall).as_secs_f64() * 1e3,
+                cpu_now - cpu
+            );
+            self.last = Some((now, cpu_now));
+        }
+    }
+}
+
+/// A CPU clock's reading in ms.
+fn cpu_ms(clock: libc::clockid_t) -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only the timespec it is given.
+    unsafe { libc::clock_gettime(clock, &mut t) };
+    t.tv_sec as f64 * 1e3 + t.tv_nsec as f64 / 1e6
 }
 
 /// `first()` and `second()`, the second on a thread of its own while the first runs here

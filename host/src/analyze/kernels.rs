@@ -4,7 +4,7 @@
 //! Times are summed in integer nanoseconds, so a row's `gpu_time_us` is exact; streams
 //! that overlap add up (a stage total is GPU busy time summed over streams).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::analyze::location::{Locator, Site};
 use crate::catalog::FamilyRules;
@@ -98,7 +98,7 @@ fn accumulate_stages(
     inputs: &[StagedTrace<'_>],
     locator: &Locator,
 ) -> Vec<(Stage, StageAccumulator)> {
-    let mut stages: HashMap<Stage, StageAccumulator> = HashMap::new();
+    let mut stages: HashMap<Stage, StageAccumulator> = HashMap::default();
     for input in inputs {
         accumulate_trace(input, locator, &mut stages);
     }
@@ -187,8 +187,8 @@ fn accumulate_trace(
     let Some((gpu_pid, pid_notes)) = choose_gpu_pid(trace) else {
         return;
     };
-    let mut canonical_of: HashMap<Sym, String> = HashMap::new();
-    let mut site_of: HashMap<StackId, Option<Site>> = HashMap::new();
+    let mut canonical_of: HashMap<Sym, String> = HashMap::default();
+    let mut site_of: HashMap<StackId, Option<Site>> = HashMap::default();
     let unresolved = Site {
         location: UNRESOLVED.to_string(),
         module: None,
@@ -272,7 +272,7 @@ fn accumulate_trace(
             add_to(&mut row.cpu_op_counts, trace.name(cpu_op), 1);
         }
         if !row.site_op_ns.contains_key(location) {
-            row.site_op_ns.insert(location.clone(), HashMap::new());
+            row.site_op_ns.insert(location.clone(), HashMap::default());
         }
         if let Some(ops) = row.site_op_ns.get_mut(location) {
             let cpu_op = site.cpu_op.map_or("", |c| trace.name(c));

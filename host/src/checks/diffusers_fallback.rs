@@ -202,12 +202,8 @@ pub(crate) fn check_logs(explicit: &[PathBuf], dirs: &[PathBuf]) -> Result<Vec<S
 
 /// Python frames of `trace` under `diffusers/pipelines/`, and the most frequent such file.
 pub(crate) fn diffusers_frames(trace: &Trace) -> Option<(u64, String)> {
-    let mut per_name: HashMap<_, u64> = HashMap::new();
-    for frame in &trace.py_frames {
-        *per_name.entry(frame.name).or_default() += 1;
-    }
     let mut files: HashMap<&str, u64> = HashMap::new();
-    for (sym, count) in per_name {
+    for (sym, count) in trace.py_frames.name_counts(trace.strings.len()) {
         if let Some(file) = python_file(trace.name(sym)) {
             if has_dir_run(file, DIFFUSERS_PIPELINES) {
                 *files.entry(file).or_default() += count;

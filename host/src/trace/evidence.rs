@@ -85,9 +85,8 @@ pub fn collapse_digits(name: &str) -> String {
 /// Frames per python file. Frames are counted per interned name first: a trace has
 /// millions of frames but only thousands of distinct names.
 fn python_files(trace: &Trace) -> HashMap<String, u64> {
-    let per_name = count_syms(trace.py_frames.iter().map(|f| f.name));
     let mut files: HashMap<String, u64> = HashMap::new();
-    for (sym, count) in per_name {
+    for (sym, count) in trace.py_frames.name_counts(trace.strings.len()) {
         if let Some(file) = python_file(trace.name(sym)) {
             *files.entry(file.to_string()).or_default() += count;
         }

@@ -25,6 +25,7 @@
 //! one process is a collision: the latest call at or before the kernel wins, and the
 //! collisions are counted for the notes.
 
+use rustc_hash::FxHashMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::trace::event::{Ns, Sym, Trace};
@@ -190,17 +191,22 @@ pub fn is_graph_launch(name: &str) -> bool {
 
 /// Links every GPU op of `trace` to its runtime call, cpu_op and Python stack.
 pub fn link(trace: &Trace) -> Linked {
-    let (runtime_of, collisions) = runtime_calls_of_ops(trace);
-    // The ids looked up: the launching call's, and each op's own.
-    let wanted = trace
-        .gpu_ops
-        .iter()
-        .zip(&runtime_of)
-        .flat_map(|(op, runtime)| {
-            let call = runtime.map(|r| trace.runtime.at(r as usize));
-            [call.and_then(|c| c.external_id), op.external_id]
+    // The cpu_ops by External id on a second core while each op's call is found here.
+    // The ids looked up are a launching call's or an op's own: every call's and op's
+    // id is a superset of them, known before the calls are chosen (an id nobody looks
+    // up changes no lookup).
+    let (ops_by_external, (runtime_of, collisions)) = std::thread::scope(|scope| {
+        let index = scope.spawn(|| {
+            let calls = (0..trace.runtime.len()).map(|c| trace.runtime.external_id(c));
+            let ops = trace.gpu_ops.iter().map(|op| op.external_id);
+            index_cpu_ops_by_external_id(trace, calls.chain(ops))
         });
-    let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
+        let runtime_of = runtime_calls_of_ops(trace);
+        let index = index
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (index, runtime_of)
+    });
 
     let mut launches = Launches::with_capacity(trace.gpu_ops.len());
     let mut no_launch = 0;
@@ -243,9 +249,7 @@ pub fn link(trace: &Trace) -> Linked {
 /// to `calls`; `counts.linked` counts calls with a cpu_op, `no_stack` those without a
 /// Python frame.
 pub fn link_launches(trace: &Trace, calls: &[u32]) -> Linked {
-    let wanted = calls
-        .iter()
-        .map(|&c| trace.runtime.at(c as usize).external_id);
+    let wanted = calls.iter().map(|&c| trace.runtime.external_id(c as usize));
     let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
     let mut launches = Launches::with_capacity(calls.len());
     for &c in calls {
@@ -315,7 +319,7 @@ fn launch_of_call(
     let external_op = external.and_then(|id| {
         pick_cpu_op(
             trace,
-            ops_by_external.get(trace, id)?,
+            ops_by_external.get(id)?,
             (call.pid, call.tid),
             call.ts,
         )
@@ -332,7 +336,7 @@ fn legacy_launch_of_op(
     launches: &mut Launches,
 ) {
     let found = external_id.and_then(|id| {
-        let cands = ops_by_external.get(trace, id)?;
+        let cands = ops_by_external.get(id)?;
         nearest_start_at_or_before(cands, |&c| trace.cpu_ops.at(c as usize).ts, op_ts)
     });
     let Some(c) = found else {
@@ -405,18 +409,8 @@ fn contains_time(start: Ns, end: Ns, t: Ns) -> bool {
 /// correlation repeated inside their process. When a correlation repeats, the call that
 /// started last at or before the op wins (else the earliest one).
 fn runtime_calls_of_ops(trace: &Trace) -> (Vec<Option<u32>>, u64) {
-    // Call indices sorted by (correlation, process, start); a stable sort keeps the file
-    // order of equal starts. 4 bytes a call, no table of lists.
-    let mut by_correlation: Vec<u32> = (0..trace.runtime.len() as u32).collect();
-    by_correlation.sort_by_key(|&c| {
-        let (calls, c) = (&trace.runtime, c as usize);
-        (calls.correlation(c), calls.pid(c), calls.ts(c))
-    });
-    let calls_of = |correlation: u64| {
-        equal_range(&by_correlation, |&c| {
-            trace.runtime.correlation(c as usize).cmp(&correlation)
-        })
-    };
+    let by_correlation = CallsByCorrelation::new(trace);
+    let calls_of = |correlation: u64| by_correlation.calls_of(correlation);
     let owners = track_owners(trace, &calls_of);
     let mut collisions = 0;
     let runtime_of = trace
@@ -442,6 +436,38 @@ fn runtime_calls_of_ops(trace: &Trace) -> (Vec<Option<u32>>, u64) {
         })
         .collect();
     (runtime_of, collisions)
+}
+
+/// Call indices sorted by (correlation, process, start), equal keys in file order, with
+/// each one's correlation beside it: a GPU op's calls are found by a binary search over
+/// plain numbers, not over calls decoded from the compact table at every step (that
+/// decoding was a sixth of the link).
+struct CallsByCorrelation {
+    calls: Vec<u32>,
+    correlations: Vec<u64>,
+}
+
+impl CallsByCorrelation {
+    fn new(trace: &Trace) -> CallsByCorrelation {
+        let calls = &trace.runtime;
+        // Each key decoded once; the index last, so the unstable sort orders equal keys as
+        // a stable one would.
+        let mut keyed: Vec<(u64, Sym, Ns, u32)> = (0..calls.len())
+            .map(|c| (calls.correlation(c), calls.pid(c), calls.ts(c), c as u32))
+            .collect();
+        keyed.sort_unstable();
+        CallsByCorrelation {
+            correlations: keyed.iter().map(|k| k.0).collect(),
+            calls: keyed.into_iter().map(|k| k.3).collect(),
+        }
+    }
+
+    /// The calls of one correlation, by (process, start).
+    fn calls_of(&self, correlation: u64) -> &[u32] {
+        let start = self.correlations.partition_point(|&c| c < correlation);
+        let len = self.correlations[start..].partition_point(|&c| c == correlation);
+        &self.calls[start..start + len]
+    }
 }
 
 fn same_process(trace: &Trace, a: u32, b: u32) -> bool {
@@ -553,22 +579,21 @@ fn nearest_start_at_or_before(sorted: &[u32], start: impl Fn(&u32) -> Ns, t: Ns)
     }
 }
 
-/// The cpu_ops that carry an External id some launch asks for, sorted by (id, start).
-/// Most cpu_ops (views, slices) launch nothing, so they are left out.
-struct OpsByExternalId(Vec<u32>);
+/// The cpu_ops that carry an External id some launch asks for, sorted by (id, start),
+/// with each one's id beside it (a lookup is a binary search over plain numbers, not
+/// over CPU ops decoded at every step: that was a third of the link). Most cpu_ops
+/// (views, slices) launch nothing, so they are left out.
+struct OpsByExternalId {
+    ops: Vec<u32>,
+    ids: Vec<u64>,
+}
 
 impl OpsByExternalId {
     /// The cpu_ops with External id `id`, by start.
-    fn get<'s>(&'s self, trace: &Trace, id: u64) -> Option<&'s [u32]> {
-        let ops = equal_range(&self.0, |&c| {
-            trace
-                .cpu_ops
-                .at(c as usize)
-                .external_id
-                .unwrap_or_default()
-                .cmp(&id)
-        });
-        (!ops.is_empty()).then_some(ops)
+    fn get(&self, id: u64) -> Option<&[u32]> {
+        let start = self.ids.partition_point(|&i| i < id);
+        let len = self.ids[start..].partition_point(|&i| i == id);
+        (len > 0).then(|| &self.ops[start..start + len])
     }
 }
 
@@ -576,22 +601,83 @@ fn index_cpu_ops_by_external_id(
     trace: &Trace,
     wanted_ids: impl Iterator<Item = Option<u64>>,
 ) -> OpsByExternalId {
-    let wanted: rustc_hash::FxHashSet<u64> = wanted_ids.flatten().collect();
-    let mut ops: Vec<u32> = (0..trace.cpu_ops.len() as u32)
-        .filter(|&c| {
-            trace
-                .cpu_ops
-                .at(c as usize)
-                .external_id
-                .is_some_and(|id| wanted.contains(&id))
+    let wanted = WantedIds::new(wanted_ids.flatten().collect());
+    let mut is_wanted = wanted.lookup();
+    let ops = &trace.cpu_ops;
+    let mut keyed: Vec<(u64, Ns, u32)> = (0..ops.len())
+        .filter_map(|c| {
+            let id = ops.external_id(c).filter(|&id| is_wanted(id))?;
+            Some((id, ops.ts(c), c as u32))
         })
         .collect();
-    // Stable: equal starts keep file order, as the candidates always had.
-    ops.sort_by_key(|&c| {
-        let op = trace.cpu_ops.at(c as usize);
-        (op.external_id, op.ts)
-    });
-    OpsByExternalId(ops)
+    // Equal starts keep file order (the index is the last key), as the candidates
+    // always had.
+    keyed.sort_unstable();
+    OpsByExternalId {
+        ids: keyed.iter().map(|k| k.0).collect(),
+        ops: keyed.into_iter().map(|k| k.2).collect(),
+    }
+}
+
+/// The External ids the launches ask for. Every CPU op's id is looked up here (a
+/// million at 1 GB), and ids count up through a trace (a tiled one: in runs far apart),
+/// so those asked for usually crowd into a few ranges: then one bit each in pages of
+/// [`WantedIds::PAGE_BITS`] ids, looked up by page (the last page found is kept, as
+/// neighbouring ops' ids share one), instead of a hash set probed at random; the set
+/// when the ids are too scattered for pages to pay.
+enum WantedIds {
+    Paged(FxHashMap<u64, Box<[u64]>>),
+    Scattered(rustc_hash::FxHashSet<u64>),
+}
+
+impl WantedIds {
+    /// Ids per page, a power of two: 512 bytes of bits.
+    const PAGE_BITS: u64 = 1 << 12;
+    /// Fewer wanted ids a page, on average, and the ids are scattered.
+    const MIN_IDS_PER_PAGE: usize = 32;
+
+    fn new(mut ids: Vec<u64>) -> WantedIds {
+        ids.sort_unstable();
+        ids.dedup();
+        let mut pages: Vec<u64> = ids.iter().map(|id| id / Self::PAGE_BITS).collect();
+        pages.dedup();
+        if pages.len() * Self::MIN_IDS_PER_PAGE > ids.len() + Self::MIN_IDS_PER_PAGE {
+            return WantedIds::Scattered(ids.into_iter().collect());
+        }
+        let mut paged: FxHashMap<u64, Box<[u64]>> = FxHashMap::default();
+        for id in ids {
+            let bits = paged
+                .entry(id / Self::PAGE_BITS)
+                .or_insert_with(|| vec![0; (Self::PAGE_BITS / 64) as usize].into());
+            let k = id % Self::PAGE_BITS;
+            bits[(k / 64) as usize] |= 1 << (k % 64);
+        }
+        WantedIds::Paged(paged)
+    }
+
+    /// A lookup that keeps the last page it found: `contains` for one pass in id order
+    /// (mostly).
+    fn lookup(&self) -> impl FnMut(u64) -> bool + '_ {
+        let mut last: Option<(u64, &[u64])> = None;
+        move |id| match self {
+            WantedIds::Paged(pages) => {
+                let page = id / Self::PAGE_BITS;
+                let bits = match last {
+                    Some((p, bits)) if p == page => bits,
+                    _ => match pages.get(&page) {
+                        Some(bits) => {
+                            last = Some((page, bits));
+                            bits
+                        }
+                        None => return false,
+                    },
+                };
+                let k = id % Self::PAGE_BITS;
+                bits[(k / 64) as usize] & (1 << (k % 64)) != 0
+            }
+            WantedIds::Scattered(set) => set.contains(&id),
+        }
+    }
 }
 
 /// The candidate on the launching thread that contains the launch, else the one of the
@@ -678,43 +764,48 @@ fn sweep_active(
     }
 }
 
-/// Each launching thread's events, by `thread_of`; other threads' are left out.
+/// Each launching thread's events; other threads' are left out. `threads` is the
+/// table's list of threads and `index_of` an event's index into it: events are grouped
+/// by that small index, not by hashing each one's (pid, tid) (millions of frames).
 fn items_on_launching_threads(
     count: usize,
-    thread_of: impl Fn(usize) -> Thread,
+    threads: &[Thread],
+    index_of: impl Fn(usize) -> u32,
     points: &[Option<(Thread, Ns)>],
 ) -> HashMap<Thread, Vec<u32>> {
+    let launching: rustc_hash::FxHashSet<Thread> =
+        points.iter().flatten().map(|(thread, _)| *thread).collect();
+    let launches = |k: usize| threads.get(k).is_some_and(|t| launching.contains(t));
     // Counted first, so each list is allocated once at its length: the frames' lists
     // are millions of entries, and growing them by doubling kept up to twice that.
-    let mut lengths: HashMap<Thread, usize> = HashMap::default();
-    for (thread, _) in points.iter().flatten() {
-        lengths.entry(*thread).or_default();
-    }
+    let mut lengths: Vec<Option<usize>> = (0..threads.len())
+        .map(|k| launches(k).then_some(0))
+        .collect();
     for i in 0..count {
-        if let Some(n) = lengths.get_mut(&thread_of(i)) {
+        if let Some(Some(n)) = lengths.get_mut(index_of(i) as usize) {
             *n += 1;
         }
     }
-    let mut items: HashMap<Thread, Vec<u32>> = lengths
-        .into_iter()
-        .map(|(thread, n)| (thread, Vec::with_capacity(n)))
-        .collect();
+    let mut lists: Vec<Option<Vec<u32>>> =
+        lengths.iter().map(|n| n.map(Vec::with_capacity)).collect();
     for i in 0..count {
-        if let Some(list) = items.get_mut(&thread_of(i)) {
+        if let Some(Some(list)) = lists.get_mut(index_of(i) as usize) {
             list.push(i as u32);
         }
     }
-    items
+    threads
+        .iter()
+        .zip(lists)
+        .filter_map(|(thread, list)| Some((*thread, list?)))
+        .collect()
 }
 
 /// The innermost cpu_op containing each launch point.
 fn innermost_cpu_ops(trace: &Trace, points: &[Option<(Thread, Ns)>]) -> Vec<Option<u32>> {
     let ops = &trace.cpu_ops;
-    let items = items_on_launching_threads(ops.len(), |i| ops.thread(i), points);
-    let span = |i: u32| {
-        let op = ops.at(i as usize);
-        (op.ts, op.ts.saturating_add(op.dur))
-    };
+    let items =
+        items_on_launching_threads(ops.len(), ops.threads(), |i| ops.thread_index(i), points);
+    let span = |i: u32| ops.span(i as usize);
     let mut innermost = vec![None; points.len()];
     sweep_active(items, span, points, |q, active| {
         innermost[q] = active.last().map(|iv| iv.item);
@@ -728,11 +819,13 @@ fn python_stacks(
     points: &[Option<(Thread, Ns)>],
 ) -> (Vec<Option<StackId>>, Vec<Vec<Sym>>) {
     let frames = &trace.py_frames;
-    let items = items_on_launching_threads(frames.len(), |i| frames.thread(i), points);
-    let span = |i: u32| {
-        let frame = frames.at(i as usize);
-        (frame.ts, frame.end())
-    };
+    let items = items_on_launching_threads(
+        frames.len(),
+        frames.threads(),
+        |i| frames.thread_index(i),
+        points,
+    );
+    let span = |i: u32| frames.span(i as usize);
     let mut ids: HashMap<Vec<Sym>, StackId> = HashMap::default();
     let mut stacks: Vec<Vec<Sym>> = Vec::new();
     let mut stack_of = vec![None; points.len()];
@@ -751,7 +844,7 @@ fn python_stacks(
         }
         let names: Vec<Sym> = active
             .iter()
-            .map(|iv| frames.at(iv.item as usize).name)
+            .map(|iv| frames.name(iv.item as usize))
             .collect();
         let id = *ids.entry(names).or_insert_with_key(|names| {
             stacks.push(names.clone());
@@ -1102,6 +1195,33 @@ mod tests {
         assert_eq!(frame_names(&trace, &linked, 0), ["model.py(5): forward"]);
         assert_eq!(linked.counts.linked, 1);
         assert_eq!(linked.counts.no_launch, 1);
+    }
+
+    /// The paged bit set and the hash set answer alike, for ids crowded into runs far
+    /// apart (a tiled trace's), scattered ones, page edges and the extremes.
+    #[test]
+    fn wanted_ids_pages_and_scattered_set_agree() {
+        let page = WantedIds::PAGE_BITS;
+        let crowded: Vec<u64> = (0..3u64)
+            .flat_map(|run| (0..5_000u64).map(move |i| (run << 40) + 7 * i / 3))
+            .chain([0, page - 1, page, u64::MAX])
+            .collect();
+        let scattered: Vec<u64> = (0..500u64).map(|i| i * 1_000_003 * page).collect();
+        for (ids, paged) in [(crowded, true), (scattered, false)] {
+            let wanted = WantedIds::new(ids.clone());
+            assert_eq!(matches!(wanted, WantedIds::Paged(_)), paged);
+            let set: rustc_hash::FxHashSet<u64> = ids.iter().copied().collect();
+            let mut lookup = wanted.lookup();
+            let probes = ids
+                .iter()
+                .flat_map(|&id| [id, id.wrapping_add(1), id.wrapping_sub(1)])
+                .chain([1 << 40, (2 << 40) - 1, u64::MAX - 1]);
+            for id in probes {
+                assert_eq!(lookup(id), set.contains(&id), "id {id}");
+            }
+        }
+        let none = WantedIds::new(Vec::new());
+        assert!(!none.lookup()(0));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::trace::event::{Sym, Trace};
+use crate::trace::event::Trace;
 
 /// Class-name endings of a whole language model (the top module), strongest first.
 const TOP_MODEL_SUFFIXES: &[&str] = &["ForCausalLM", "ForConditionalGeneration", "LMHeadModel"];
@@ -15,20 +15,9 @@ const TOP_MODEL_SUFFIXES: &[&str] = &["ForCausalLM", "ForConditionalGeneration",
 /// `Qwen3Model`), then the most frequent, then the alphabetically first. `None` when no
 /// frame names a model.
 pub fn model_class(trace: &Trace) -> Option<String> {
-    // Counted by symbol index, not in a hash map: a trace holds millions of frames and
-    // this was the costliest part of the analyses that follow the read.
-    let mut per_name: Vec<u64> = vec![0; trace.strings.len()];
-    for frame in &trace.py_frames {
-        if let Some(count) = per_name.get_mut(frame.name.0 as usize) {
-            *count += 1;
-        }
-    }
     let mut classes: HashMap<String, u64> = HashMap::new();
-    for (sym, &count) in per_name.iter().enumerate() {
-        if count == 0 {
-            continue;
-        }
-        if let Some(class) = module_class(trace.name(Sym(sym as u32))) {
+    for (sym, count) in trace.py_frames.name_counts(trace.strings.len()) {
+        if let Some(class) = module_class(trace.name(sym)) {
             *classes.entry(class.to_string()).or_default() += count;
         }
     }

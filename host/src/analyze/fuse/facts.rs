@@ -112,14 +112,7 @@ fn trace_model_names(trace: &Trace) -> Vec<String> {
     }
     // The frames' distinct names in symbol order, marked by index rather than sorted:
     // a trace holds millions of frames and few names.
-    let mut framed = vec![false; trace.strings.len()];
-    for frame in &trace.py_frames {
-        if let Some(seen) = framed.get_mut(frame.name.0 as usize) {
-            *seen = true;
-        }
-    }
-    let frames = (0..framed.len()).filter(|&i| framed[i]);
-    for sym in frames.map(|i| crate::trace::event::Sym(i as u32)) {
+    for (sym, _) in trace.py_frames.name_counts(trace.strings.len()) {
         if let Some(stem) = model_file_stem(trace.name(sym)) {
             if !names.contains(&stem) {
                 names.push(stem);

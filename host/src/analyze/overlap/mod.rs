@@ -21,7 +21,9 @@ mod notes;
 mod scope;
 pub(crate) mod sweep;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
 use crate::analyze::location::Locator;
@@ -334,13 +336,13 @@ struct SweptStage {
 fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage {
     let staged = &inputs.formal[formal.trace];
     let trace = staged.trace;
-    let mut row_of_name: HashMap<Sym, u32> = HashMap::new();
-    let mut row_of_canonical: HashMap<String, u32> = HashMap::new();
+    let mut row_of_name: HashMap<Sym, u32> = HashMap::default();
+    let mut row_of_canonical: HashMap<String, u32> = HashMap::default();
     let mut rows: Vec<RowTotals> = Vec::new();
-    let mut stream_of: HashMap<(Sym, StreamKey), u32> = HashMap::new();
+    let mut stream_of: HashMap<(Sym, StreamKey), u32> = HashMap::default();
     let mut stream_labels: Vec<String> = Vec::new();
     let mut sweep_ops: Vec<SweepOp> = Vec::with_capacity(formal.ops.len());
-    let mut location_cache: HashMap<u32, Option<String>> = HashMap::new();
+    let mut location_cache: HashMap<u32, Option<String>> = HashMap::default();
     for &i in &formal.ops {
         let op = trace.gpu_ops.at(i as usize);
         let row = *row_of_name.entry(op.name).or_insert_with(|| {

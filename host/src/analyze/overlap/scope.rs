@@ -22,7 +22,7 @@
 //! Otherwise the scope is unmapped. [`Join`] says which step matched; the stage notes
 //! count rows per step.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{RowTotals, StageOps};
 use crate::analyze::kernels::StagedTrace;
@@ -108,15 +108,15 @@ impl ScopeMap {
     ) -> ScopeMap {
         let staged = &traces[stage.trace];
         let trace = staged.trace;
-        let mut by_name: HashMap<String, SiteTotals> = HashMap::new();
-        let mut canonical_of: HashMap<Sym, String> = HashMap::new();
-        let mut location_of: HashMap<u32, Option<String>> = HashMap::new();
+        let mut by_name: HashMap<String, SiteTotals> = HashMap::default();
+        let mut canonical_of: HashMap<Sym, String> = HashMap::default();
+        let mut location_of: HashMap<u32, Option<String>> = HashMap::default();
         let mut map = ScopeMap {
             mapping,
-            by_name: HashMap::new(),
-            by_base: HashMap::new(),
-            by_family_location: HashMap::new(),
-            by_family: HashMap::new(),
+            by_name: HashMap::default(),
+            by_base: HashMap::default(),
+            by_family_location: HashMap::default(),
+            by_family: HashMap::default(),
             graph_replays: 0,
             ops: 0,
         };
@@ -157,9 +157,9 @@ impl ScopeMap {
                     .or_default() += 1;
             }
         }
-        let mut by_base: HashMap<String, SiteTotals> = HashMap::new();
-        let mut by_family_location: HashMap<(String, String), SiteTotals> = HashMap::new();
-        let mut family_locations: HashMap<String, SiteTotals> = HashMap::new();
+        let mut by_base: HashMap<String, SiteTotals> = HashMap::default();
+        let mut by_family_location: HashMap<(String, String), SiteTotals> = HashMap::default();
+        let mut family_locations: HashMap<String, SiteTotals> = HashMap::default();
         for (name, totals) in &by_name {
             let family = families.family_of(name).to_string();
             let merge = |into: &mut SiteTotals| {

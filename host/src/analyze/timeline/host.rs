@@ -43,8 +43,7 @@ pub(super) fn host_activity(
     locator: &Locator,
     windows: &[Window],
 ) -> Vec<Vec<HostShare>> {
-    let overlapping = |pid: Sym, tid: Sym, ts: Ns, dur: Ns| {
-        let end = ts.saturating_add(dur);
+    let overlapping = |pid: Sym, tid: Sym, ts: Ns, end: Ns| {
         windows
             .iter()
             .enumerate()
@@ -54,23 +53,48 @@ pub(super) fn host_activity(
     let mut runtime: Vec<Vec<Interval>> = vec![Vec::new(); windows.len()];
     let mut cpu: Vec<Vec<Interval>> = vec![Vec::new(); windows.len()];
     let mut frames: Vec<Vec<Interval>> = vec![Vec::new(); windows.len()];
-    let collect = |lists: &mut Vec<Vec<Interval>>, pid, tid, ts, dur, name| {
-        for i in overlapping(pid, tid, ts, dur) {
+    let collect_span = |lists: &mut Vec<Vec<Interval>>, pid, tid, ts, end, name| {
+        for i in overlapping(pid, tid, ts, end) {
             lists[i].push(Interval {
                 start: ts,
-                end: ts.saturating_add(dur),
+                end,
                 name,
             });
         }
     };
     for e in &trace.runtime {
-        collect(&mut runtime, e.pid, e.tid, e.ts, e.dur, e.name);
+        collect_span(
+            &mut runtime,
+            e.pid,
+            e.tid,
+            e.ts,
+            e.ts.saturating_add(e.dur),
+            e.name,
+        );
     }
-    for e in &trace.cpu_ops {
-        collect(&mut cpu, e.pid, e.tid, e.ts, e.dur, e.name);
+    // CPU ops and frames are millions: a record on a thread no window is on is passed
+    // over by its thread index, before its times or the rest of it are decoded.
+    let on_windows_thread = |threads: &[(Sym, Sym)]| -> Vec<bool> {
+        threads
+            .iter()
+            .map(|t| windows.iter().any(|w| w.thread == *t))
+            .collect()
+    };
+    let ops = &trace.cpu_ops;
+    let ops_on = on_windows_thread(ops.threads());
+    for i in 0..ops.len() {
+        if ops_on[ops.thread_index(i) as usize] {
+            let ((pid, tid), (ts, end)) = (ops.thread(i), ops.span(i));
+            collect_span(&mut cpu, pid, tid, ts, end, ops.name(i));
+        }
     }
-    for e in &trace.py_frames {
-        collect(&mut frames, e.pid, e.tid, e.ts, e.dur, e.name);
+    let py = &trace.py_frames;
+    let frames_on = on_windows_thread(py.threads());
+    for i in 0..py.len() {
+        if frames_on[py.thread_index(i) as usize] {
+            let ((pid, tid), (ts, end)) = (py.thread(i), py.span(i));
+            collect_span(&mut frames, pid, tid, ts, end, py.name(i));
+        }
     }
     let innermost_name = |intervals: &[Interval], active: &[usize]| {
         active

@@ -282,6 +282,11 @@ impl RuntimeCalls {
             .unwrap_or_default()
     }
 
+    /// Call `i`'s External id alone.
+    pub fn external_id(&self, i: usize) -> Option<u64> {
+        self.external_ids.unpack(i, self.extra[i].external_id)
+    }
+
     pub fn iter(&self) -> Records<'_, RuntimeCalls> {
         Records::new(self, self.len())
     }

@@ -192,6 +192,16 @@ impl Spans {
         }
     }
 
+    /// Record `i`'s (start, end), the end saturating.
+    fn span(&self, i: usize) -> (Ns, Ns) {
+        let dur = match self.packed[i].dur {
+            LONG_DUR => self.long_durs[&(i as u32)],
+            dur => Ns::from(dur),
+        };
+        let ts = self.ts(i);
+        (ts, ts.saturating_add(dur))
+    }
+
     /// Record `i`'s name and thread index.
     fn name_thread(&self, i: usize) -> (Sym, u32) {
         let bits = self.packed[i].name_thread;
@@ -199,6 +209,11 @@ impl Spans {
             FAR_NAME => self.far_names[&(i as u32)],
             thread => (Sym(bits & NAME_MASK), thread),
         }
+    }
+
+    /// Record `i`'s thread index (into `threads`) alone.
+    fn thread_index(&self, i: usize) -> u32 {
+        self.name_thread(i).1
     }
 
     /// Record `i`'s (pid, tid) alone.
@@ -374,6 +389,48 @@ impl PyFrames {
         self.spans.thread(i)
     }
 
+    /// The table's threads, (pid, tid), by [`PyFrames::thread_index`]: a trace has a few
+    /// dozen, so a pass that groups records by thread can index a list instead of
+    /// hashing each record's (pid, tid).
+    pub fn threads(&self) -> &[(Sym, Sym)] {
+        &self.spans.threads
+    }
+
+    /// Frame `i`'s index into [`PyFrames::threads`].
+    pub fn thread_index(&self, i: usize) -> u32 {
+        self.spans.thread_index(i)
+    }
+
+    /// Each distinct frame name below `symbols` (the trace's interner size) with its
+    /// number of frames, in symbol order: one pass over the packed names, no times
+    /// decoded. A trace holds millions of frames and a few thousand names, and the
+    /// passes that count frames by name (the diffusers check, the evidence, the model
+    /// class, the fuse facts) each decoded every frame whole before.
+    pub fn name_counts(&self, symbols: usize) -> Vec<(Sym, u64)> {
+        let mut counts: Vec<u64> = vec![0; symbols];
+        for i in 0..self.len() {
+            if let Some(count) = counts.get_mut(self.name(i).0 as usize) {
+                *count += 1;
+            }
+        }
+        counts
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, n)| n > 0)
+            .map(|(sym, n)| (Sym(sym as u32), n))
+            .collect()
+    }
+
+    /// Frame `i`'s name alone.
+    pub fn name(&self, i: usize) -> Sym {
+        self.spans.name_thread(i).0
+    }
+
+    /// Frame `i`'s (start, end) alone, the end saturating as [`PyFrame::end`] does.
+    pub fn span(&self, i: usize) -> (Ns, Ns) {
+        self.spans.span(i)
+    }
+
     pub fn iter(&self) -> Records<'_, PyFrames> {
         Records::new(self, self.len())
     }
@@ -476,6 +533,35 @@ impl CpuOps {
     /// The (pid, tid) of op `i`, without decoding the rest.
     pub fn thread(&self, i: usize) -> (Sym, Sym) {
         self.spans.thread(i)
+    }
+
+    /// The table's threads by [`CpuOps::thread_index`] (see [`PyFrames::threads`]).
+    pub fn threads(&self) -> &[(Sym, Sym)] {
+        &self.spans.threads
+    }
+
+    /// Op `i`'s name alone.
+    pub fn name(&self, i: usize) -> Sym {
+        self.spans.name_thread(i).0
+    }
+
+    /// Op `i`'s index into [`CpuOps::threads`].
+    pub fn thread_index(&self, i: usize) -> u32 {
+        self.spans.thread_index(i)
+    }
+
+    /// Op `i`'s start, its External id and its (start, end), each without decoding the
+    /// rest: the keys the link sorts and sweeps ops by.
+    pub fn ts(&self, i: usize) -> Ns {
+        self.spans.ts(i)
+    }
+
+    pub fn external_id(&self, i: usize) -> Option<u64> {
+        self.external_ids.unpack(i, self.extra[i].external_id)
+    }
+
+    pub fn span(&self, i: usize) -> (Ns, Ns) {
+        self.spans.span(i)
     }
 
     pub fn iter(&self) -> Records<'_, CpuOps> {
