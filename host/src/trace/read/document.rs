@@ -247,7 +247,7 @@ fn scan_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<
         // Scanned already, on the scan-ahead thread (`ahead.rs`).
         if let Some((event, len)) = stream.scanned_event() {
             sink.trace.event_count += 1;
-            sink.add_event(event);
+            sink.add_event(&event);
             stream.pos += len;
             return Ok(true);
         }
@@ -257,7 +257,7 @@ fn scan_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<
         match scan::scan_event(text, sink.scope) {
             Scan::Event(event, len) => {
                 sink.trace.event_count += 1;
-                sink.add_event(event);
+                sink.add_event(&event);
                 stream.pos += len;
                 stream.scanned_here += 1;
                 return Ok(true);
@@ -292,7 +292,7 @@ fn parse_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result
             Some(Ok(event)) => {
                 let len = events.byte_offset();
                 sink.trace.event_count += 1;
-                sink.add_event(event);
+                sink.add_event(&event);
                 stream.pos += len;
                 return Ok(true);
             }
