@@ -92,6 +92,8 @@ struct Cursor<'a> {
 }
 
 /// Sets a field once; a second occurrence is serde's "duplicate field" error.
+// Always inlined: out of line, each value (an `args` is ~400 bytes) was copied into it.
+#[inline(always)]
 fn set_once<T>(slot: &mut Option<T>, value: T) -> Step<()> {
     if slot.is_some() {
         return Err(Stop::Unusual);
