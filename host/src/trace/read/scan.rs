@@ -55,6 +55,24 @@ const EVENT_KEYS: [&[u8]; 8] = [
     b"\"dur\":",
     b"\"args\":",
 ];
+/// [`EVENT_KEYS`] as little-endian words and the masks of their bytes: one compare with
+/// the eight bytes at the cursor (a slice compare of a length chosen at run time was a
+/// `memcmp` call per key).
+const EVENT_KEY_WORDS: [(u64, u64); 8] = {
+    let mut words = [(0u64, 0u64); 8];
+    let mut k = 0;
+    while k < EVENT_KEYS.len() {
+        let key = EVENT_KEYS[k];
+        let mut i = 0;
+        while i < key.len() {
+            words[k].0 |= (key[i] as u64) << (8 * i);
+            words[k].1 |= 0xff << (8 * i);
+            i += 1;
+        }
+        k += 1;
+    }
+    words
+};
 const PH: usize = 0;
 const CAT: usize = 1;
 const NAME: usize = 2;
@@ -142,7 +160,7 @@ impl<'a> Cursor<'a> {
 
     // Inlined with `scan_event`, its one caller: the two were one piece of code before the
     // split, and the split alone made them a call (and a copy of the event) per event.
-    #[inline]
+    #[inline(always)]
     fn event(&mut self) -> Step<RawEvent<'a>> {
         let mut name = None;
         let mut ph = None;
@@ -200,13 +218,10 @@ impl<'a> Cursor<'a> {
     #[inline(always)]
     fn event_key(&mut self, next: usize) -> Step<Option<usize>> {
         self.skip_ws()?;
-        if let Some(expected) = EVENT_KEYS.get(next) {
-            if self
-                .bytes
-                .get(self.pos..)
-                .is_some_and(|b| b.starts_with(expected))
-            {
-                self.pos += expected.len();
+        let word = self.bytes.get(self.pos..self.pos + 8);
+        if let (Some(&(key, mask)), Some(word)) = (EVENT_KEY_WORDS.get(next), word) {
+            if u64::from_le_bytes(word.try_into().unwrap_or_default()) & mask == key {
+                self.pos += EVENT_KEYS[next].len();
                 return Ok(Some(next));
             }
         }
