@@ -232,9 +232,10 @@ pub(super) fn scan_block(text: &str, base: u64, scope: ReadScope, out: &mut Vec<
     while let Some(x) = at {
         // `x` is at a `{`, an ASCII byte, so a character boundary.
         let Some(rest) = text.get(x..) else { return };
-        match scan_event(rest, scope) {
-            Scan::Event(event, len) => {
-                if let Some(scanned) = rest.get(..len).and_then(|e| ScannedEvent::of(&event, e)) {
+        // By reference: moved out of the result, the event was copied twice more.
+        match &scan_event(rest, scope) {
+            &Scan::Event(ref event, len) => {
+                if let Some(scanned) = rest.get(..len).and_then(|e| ScannedEvent::of(event, e)) {
                     out.push(Scanned {
                         start: base + x as u64,
                         len,

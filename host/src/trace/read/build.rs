@@ -237,7 +237,7 @@ impl TraceSink {
         }
         let err = match serde_json::from_slice::<RawEvent>(span) {
             Ok(event) => {
-                self.add_event(event);
+                self.add_event(&event);
                 return Ok(());
             }
             Err(err) => err,
@@ -254,7 +254,7 @@ impl TraceSink {
         match serde_json::from_slice::<RawEvent>(&text) {
             Ok(event) => {
                 self.trace.lone_surrogate_strings += surrogate_strings;
-                self.add_event(event);
+                self.add_event(&event);
             }
             Err(err) if is_syntax(&err) => return Err(json_fail(&err, &text, start)),
             Err(_) => self.trace.skipped.malformed += 1,
@@ -284,8 +284,8 @@ impl TraceSink {
         *self.trace.skipped.oversized.entry(field).or_default() += 1;
     }
 
-    pub(super) fn add_event(&mut self, ev: RawEvent) {
-        if let Some(field) = oversized_field(&ev) {
+    pub(super) fn add_event(&mut self, ev: &RawEvent) {
+        if let Some(field) = oversized_field(ev) {
             self.skip_oversized(field);
             return;
         }
@@ -297,7 +297,7 @@ impl TraceSink {
         }
     }
 
-    fn add_complete(&mut self, ev: RawEvent) {
+    fn add_complete(&mut self, ev: &RawEvent) {
         let cat = ev.cat.as_ref().map(|t| t.0.as_ref()).unwrap_or("");
         if LEGACY_CATS.contains(&cat) {
             self.trace.meta.schema = Schema::Legacy;
@@ -583,7 +583,7 @@ impl TraceSink {
     }
 
     /// `process_name` / `thread_name` metadata (`ph: "M"`) with a non-empty `args.name`.
-    fn add_metadata(&mut self, ev: RawEvent) {
+    fn add_metadata(&mut self, ev: &RawEvent) {
         let kind = ev.name.as_ref().map(|t| t.0.as_ref());
         if !matches!(kind, Some("process_name" | "thread_name")) {
             return;

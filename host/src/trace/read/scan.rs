@@ -43,11 +43,50 @@ type Step<T> = Result<T, Stop>;
 /// serde_json refuses nesting deeper than 128; stay well inside it.
 const MAX_DEPTH: usize = 64;
 
+/// The event members the scanner reads, in the order Kineto writes them: each key's
+/// bytes with the colon after it, and its index.
+const EVENT_KEYS: [&[u8]; 8] = [
+    b"\"ph\":",
+    b"\"cat\":",
+    b"\"name\":",
+    b"\"pid\":",
+    b"\"tid\":",
+    b"\"ts\":",
+    b"\"dur\":",
+    b"\"args\":",
+];
+/// [`EVENT_KEYS`] as little-endian words and the masks of their bytes: one compare with
+/// the eight bytes at the cursor (a slice compare of a length chosen at run time was a
+/// `memcmp` call per key).
+const EVENT_KEY_WORDS: [(u64, u64); 8] = {
+    let mut words = [(0u64, 0u64); 8];
+    let mut k = 0;
+    while k < EVENT_KEYS.len() {
+        let key = EVENT_KEYS[k];
+        let mut i = 0;
+        while i < key.len() {
+            words[k].0 |= (key[i] as u64) << (8 * i);
+            words[k].1 |= 0xff << (8 * i);
+            i += 1;
+        }
+        k += 1;
+    }
+    words
+};
+const PH: usize = 0;
+const CAT: usize = 1;
+const NAME: usize = 2;
+const PID: usize = 3;
+const TID: usize = 4;
+const TS: usize = 5;
+const DUR: usize = 6;
+const ARGS: usize = 7;
+
 /// Scans one event object at the start of `text` (which starts with `{`), reading what
 /// `scope` keeps (see [`ReadScope::Digest`]).
 // Inlined into the events loop: in another codegen unit than its one caller
 // (`document.rs`), it was a call per event plus a copy of the returned `Scan`.
-#[inline]
+#[inline(always)]
 pub(super) fn scan_event(text: &str, scope: ReadScope) -> Scan<'_> {
     let mut cursor = Cursor {
         text,
@@ -71,6 +110,8 @@ struct Cursor<'a> {
 }
 
 /// Sets a field once; a second occurrence is serde's "duplicate field" error.
+// Always inlined: out of line, each value (an `args` is ~400 bytes) was copied into it.
+#[inline(always)]
 fn set_once<T>(slot: &mut Option<T>, value: T) -> Step<()> {
     if slot.is_some() {
         return Err(Stop::Unusual);
@@ -119,7 +160,7 @@ impl<'a> Cursor<'a> {
 
     // Inlined with `scan_event`, its one caller: the two were one piece of code before the
     // split, and the split alone made them a call (and a copy of the event) per event.
-    #[inline]
+    #[inline(always)]
     fn event(&mut self) -> Step<RawEvent<'a>> {
         let mut name = None;
         let mut ph = None;
@@ -130,18 +171,34 @@ impl<'a> Cursor<'a> {
         let mut tid = None;
         let mut args = None;
         // `Some(None)` records a `null` value: present for the duplicate check.
-        self.object(|s, key| match key {
-            "ph" => set_once(&mut ph, s.opt(Self::text)?),
-            "cat" => set_once(&mut cat, s.opt(Self::text)?),
-            "name" => set_once(&mut name, s.opt(Self::text)?),
-            "pid" => set_once(&mut pid, s.opt(Self::label)?),
-            "tid" => set_once(&mut tid, s.opt(Self::label)?),
-            "ts" => set_once(&mut ts, s.opt(Self::time)?),
-            "dur" => set_once(&mut dur, s.opt(Self::time)?),
-            "args" if s.lean && args_unread(&ph, &cat) => set_once(&mut args, s.unread_args()?),
-            "args" => set_once(&mut args, s.opt(Self::args)?),
-            _ => s.skip_unread(1),
-        })?;
+        self.expect(b'{')?;
+        if self.skip_ws()? == b'}' {
+            self.pos += 1;
+        } else {
+            let mut next = 0;
+            loop {
+                let member = self.event_key(next)?;
+                match member {
+                    Some(PH) => set_once(&mut ph, self.opt(Self::text)?)?,
+                    Some(CAT) => set_once(&mut cat, self.opt(Self::text)?)?,
+                    Some(NAME) => set_once(&mut name, self.opt(Self::text)?)?,
+                    Some(PID) => set_once(&mut pid, self.opt(Self::label)?)?,
+                    Some(TID) => set_once(&mut tid, self.opt(Self::label)?)?,
+                    Some(TS) => set_once(&mut ts, self.opt(Self::time)?)?,
+                    Some(DUR) => set_once(&mut dur, self.opt(Self::time)?)?,
+                    Some(ARGS) if self.lean && args_unread(&ph, &cat) => {
+                        set_once(&mut args, self.unread_args()?)?
+                    }
+                    Some(ARGS) => set_once(&mut args, self.opt(Self::args)?)?,
+                    _ => self.skip_unread(1)?,
+                }
+                // After another key, the one expected may still come.
+                next = member.map_or(next, |k| k + 1);
+                if !self.next_member(b'}')? {
+                    break;
+                }
+            }
+        }
         Ok(RawEvent {
             name: name.flatten(),
             ph: ph.flatten(),
@@ -151,6 +208,33 @@ impl<'a> Cursor<'a> {
             pid: pid.flatten(),
             tid: tid.flatten(),
             args: args.flatten(),
+        })
+    }
+
+    /// The key at the cursor as its index in [`EVENT_KEYS`] (`None` for any other), the
+    /// cursor after its colon. `next` is the member Kineto writes next: its bytes are
+    /// compared in one go, which reads the same key as [`Cursor::key`] would from them
+    /// without finding the string's end and matching its text.
+    #[inline(always)]
+    fn event_key(&mut self, next: usize) -> Step<Option<usize>> {
+        self.skip_ws()?;
+        let word = self.bytes.get(self.pos..self.pos + 8);
+        if let (Some(&(key, mask)), Some(word)) = (EVENT_KEY_WORDS.get(next), word) {
+            if u64::from_le_bytes(word.try_into().unwrap_or_default()) & mask == key {
+                self.pos += EVENT_KEYS[next].len();
+                return Ok(Some(next));
+            }
+        }
+        Ok(match self.key()? {
+            "ph" => Some(PH),
+            "cat" => Some(CAT),
+            "name" => Some(NAME),
+            "pid" => Some(PID),
+            "tid" => Some(TID),
+            "ts" => Some(TS),
+            "dur" => Some(DUR),
+            "args" => Some(ARGS),
+            _ => None,
         })
     }
 
@@ -343,7 +427,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// `null` as `None`, else the value `read` reads (serde's `Option`).
-    fn opt<T>(&mut self, read: fn(&mut Self) -> Step<T>) -> Step<Option<T>> {
+    // Inlined, with `read` a type rather than a function pointer: out of line, every
+    // kept field was two calls (one indirect) and its value returned through memory.
+    #[inline(always)]
+    fn opt<T>(&mut self, read: impl FnOnce(&mut Self) -> Step<T>) -> Step<Option<T>> {
         if self.skip_ws()? == b'n' {
             self.literal(b"null")?;
             return Ok(None);
@@ -450,15 +537,13 @@ impl<'a> Cursor<'a> {
         let b = self.bytes;
         let mut i = self.pos;
         let at = |i: usize| b.get(i).copied().ok_or(Stop::NeedMore);
-        let digits = |mut i: usize| -> Step<usize> {
-            let start = i;
-            while at(i)?.is_ascii_digit() {
-                i += 1;
+        // A run of at least one digit from `start`, which must end inside the text.
+        let digits = |start: usize| -> Step<usize> {
+            match digit_end(b, start) {
+                end if end >= b.len() => Err(Stop::NeedMore),
+                end if end == start => Err(Stop::Unusual),
+                end => Ok(end),
             }
-            if i == start {
-                return Err(Stop::Unusual);
-            }
-            Ok(i)
         };
         if at(i)? == b'-' {
             i += 1;
@@ -623,8 +708,18 @@ fn unchecked_string_end(bytes: &[u8], mut i: usize) -> Step<usize> {
 }
 
 /// The index of the first `"`, `[`, `]`, `{` or `}` from `i` on, or `bytes.len()`.
-/// Eight bytes at a time, as [`string_stop`].
-fn bracket_or_quote(bytes: &[u8], mut i: usize) -> usize {
+/// Sixteen bytes a step on x86_64 (SSE2, always there), eight elsewhere and in the tail.
+fn bracket_or_quote(bytes: &[u8], i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    let i = match sse2::bracket_or_quote(bytes, i) {
+        Ok(found) => return found,
+        Err(tail) => tail,
+    };
+    bracket_or_quote_words(bytes, i)
+}
+
+/// [`bracket_or_quote`] eight bytes at a time, as [`string_stop_words`].
+fn bracket_or_quote_words(bytes: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
@@ -647,9 +742,39 @@ fn bracket_or_quote(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// The index of the first byte from `i` on that ends a plain run inside a string (`"`,
-/// `\\` or a control character), or `bytes.len()`. Eight bytes at a time: strings are
-/// most of a trace's bytes.
-fn string_stop(bytes: &[u8], mut i: usize) -> usize {
+/// `\\` or a control character), or `bytes.len()`. Strings are most of a trace's bytes
+/// (kernel and frame names of 100-300 bytes), so this goes sixteen bytes a step on
+/// x86_64 (SSE2, part of the architecture), eight elsewhere and in the tail.
+fn string_stop(bytes: &[u8], i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    let i = match sse2::string_stop(bytes, i) {
+        Ok(found) => return found,
+        Err(tail) => tail,
+    };
+    string_stop_words(bytes, i)
+}
+
+/// The index of the first byte from `i` on that is not an ASCII digit, or `bytes.len()`:
+/// the ends of times and of the ids skipped in `args`, of 10 to 17 digits. Sixteen
+/// bytes a step on x86_64, as [`string_stop`].
+fn digit_end(bytes: &[u8], i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    let i = match sse2::digit_end(bytes, i) {
+        Ok(found) => return found,
+        Err(tail) => tail,
+    };
+    digit_end_bytes(bytes, i)
+}
+
+fn digit_end_bytes(bytes: &[u8], i: usize) -> usize {
+    let rest = bytes.get(i..).unwrap_or_default();
+    rest.iter()
+        .position(|b| !b.is_ascii_digit())
+        .map_or(bytes.len(), |k| i + k)
+}
+
+/// [`string_stop`] eight bytes at a time, in plain integer arithmetic.
+fn string_stop_words(bytes: &[u8], mut i: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     while let Some(chunk) = bytes.get(i..i + 8) {
@@ -674,6 +799,78 @@ fn string_stop(bytes: &[u8], mut i: usize) -> usize {
         .map_or(bytes.len(), |k| i + k)
 }
 
+/// The sixteen-byte steps of [`string_stop`] and [`bracket_or_quote`]: `Ok` with the
+/// stop's index, or `Err` with where fewer than sixteen bytes are left, for the word
+/// loop to finish.
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8, _mm_sub_epi8,
+    };
+
+    /// The stop bits of each sixteen bytes from `i` on, until one is set.
+    #[inline(always)]
+    fn first_stop(
+        bytes: &[u8],
+        mut i: usize,
+        stops: impl Fn(__m128i) -> i32,
+    ) -> Result<usize, usize> {
+        while let Some(chunk) = bytes.get(i..i + 16) {
+            // SAFETY: `chunk` is 16 readable bytes; the load is unaligned.
+            let v = unsafe { _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>()) };
+            let mask = stops(v) as u32;
+            if mask != 0 {
+                return Ok(i + mask.trailing_zeros() as usize);
+            }
+            i += 16;
+        }
+        Err(i)
+    }
+
+    #[inline]
+    pub(super) fn string_stop(bytes: &[u8], i: usize) -> Result<usize, usize> {
+        first_stop(bytes, i, |v| {
+            // SAFETY: SSE2 is part of every x86_64 target; these touch no memory.
+            unsafe {
+                let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+                let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+                // Unsigned `v <= 0x1f`: the minimum with 0x1f is `v` itself.
+                let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+                _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
+            }
+        })
+    }
+
+    #[inline]
+    pub(super) fn digit_end(bytes: &[u8], i: usize) -> Result<usize, usize> {
+        first_stop(bytes, i, |v| {
+            // SAFETY: as in `string_stop`.
+            unsafe {
+                // A digit is `v - '0' <= 9` unsigned.
+                let d = _mm_sub_epi8(v, _mm_set1_epi8(b'0' as i8));
+                let digit = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
+                !_mm_movemask_epi8(digit) & 0xffff
+            }
+        })
+    }
+
+    #[inline]
+    pub(super) fn bracket_or_quote(bytes: &[u8], i: usize) -> Result<usize, usize> {
+        first_stop(bytes, i, |v| {
+            // SAFETY: as in `string_stop`.
+            unsafe {
+                let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+                // Setting bit 5 maps `[` to `{` and `]` to `}`, and no other byte onto either.
+                let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+                let open = _mm_cmpeq_epi8(folded, _mm_set1_epi8(b'{' as i8));
+                let close = _mm_cmpeq_epi8(folded, _mm_set1_epi8(b'}' as i8));
+                _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, open), close))
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -685,33 +882,93 @@ mod tests {
             .unwrap_or(bytes.len())
     }
 
-    #[test]
-    fn string_stop_finds_the_first_stop_byte_like_a_byte_loop() {
-        // Every stop byte (and near misses: 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80+)
-        // at every offset of a 20-byte run, with more stops after it (borrows in the
-        // word trick must not flag a byte before the first true one).
-        let fillers = [b'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0xc3, 0xff];
-        let stops = [b'"', b'\\', 0x00, 0x01, 0x09, 0x0a, 0x1f];
-        for &filler in &fillers {
-            for &stop in &stops {
-                for at in 0..20 {
-                    let mut bytes = vec![filler; 20];
-                    bytes[at] = stop;
-                    if at + 1 < 20 {
-                        bytes[at + 1] = 0x00;
-                    }
-                    for start in 0..=at {
-                        assert_eq!(
-                            string_stop(&bytes, start),
-                            naive_stop(&bytes, start),
-                            "filler {filler:#x} stop {stop:#x} at {at} from {start}"
-                        );
+    /// The first `"`, `[`, `]`, `{` or `}` from `i` on, one byte at a time.
+    fn naive_bracket(bytes: &[u8], i: usize) -> usize {
+        (i..bytes.len())
+            .find(|&k| matches!(bytes[k], b'"' | b'[' | b']' | b'{' | b'}'))
+            .unwrap_or(bytes.len())
+    }
+
+    /// Holds `fast` to `naive` with each of `stops` at every offset of runs of `fillers`
+    /// of every length up to past two 16-byte steps and the 8-byte tail, from every
+    /// start, with another stop just after the first (a carry in the word trick must not
+    /// flag a byte before the first true one), and without any stop.
+    fn holds_to_byte_loop(
+        what: &str,
+        fast: fn(&[u8], usize) -> usize,
+        naive: fn(&[u8], usize) -> usize,
+        fillers: &[u8],
+        stops: &[u8],
+    ) {
+        for len in 1..=41 {
+            for &filler in fillers {
+                let clean = vec![filler; len];
+                for start in 0..=len {
+                    assert_eq!(fast(&clean, start), len, "{what}: {filler:#x} x {len}");
+                }
+                for &stop in stops {
+                    for at in 0..len {
+                        let mut bytes = vec![filler; len];
+                        bytes[at] = stop;
+                        if at + 1 < len {
+                            bytes[at + 1] = stops[0];
+                        }
+                        for start in 0..=len {
+                            assert_eq!(
+                                fast(&bytes, start),
+                                naive(&bytes, start),
+                                "{what}: filler {filler:#x} stop {stop:#x} at {at} of {len} \
+                                 from {start}"
+                            );
+                        }
                     }
                 }
-                let clean = vec![filler; 19];
-                assert_eq!(string_stop(&clean, 3), 19);
             }
         }
+    }
+
+    #[test]
+    fn string_stop_finds_the_first_stop_byte_like_a_byte_loop() {
+        // Every stop byte, and near misses: 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, and bytes
+        // past 0x7f (negative as signed bytes, where a signed `< 0x20` would flag them).
+        let fillers = [
+            b'a', 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7f, 0x80, 0x9f, 0xc3, 0xff,
+        ];
+        let stops = [b'"', b'\\', 0x00, 0x01, 0x09, 0x0a, 0x1f];
+        holds_to_byte_loop("string_stop", string_stop, naive_stop, &fillers, &stops);
+        holds_to_byte_loop("words", string_stop_words, naive_stop, &fillers, &stops);
+    }
+
+    #[test]
+    fn digit_end_finds_the_first_non_digit_like_a_byte_loop() {
+        let naive = |bytes: &[u8], i: usize| {
+            (i..bytes.len())
+                .find(|&k| !bytes[k].is_ascii_digit())
+                .unwrap_or(bytes.len())
+        };
+        // Near misses: the bytes just outside '0'..='9', and those 0x80 above them.
+        let stops = [
+            b'.', b'/', b':', b'e', b'E', b'-', b'+', b' ', b',', 0x00, 0xaf, 0xb0, 0xb9, 0xba,
+        ];
+        holds_to_byte_loop("digit_end", digit_end, naive, b"0159", &stops);
+        holds_to_byte_loop("bytes", digit_end_bytes, naive, b"0159", &stops);
+    }
+
+    #[test]
+    fn bracket_or_quote_finds_the_first_stop_byte_like_a_byte_loop() {
+        // Near misses: the bytes one bit 5 (or one step) away from the stops.
+        let fillers = [
+            b'a', 0x02, 0x3b, 0x3d, 0x5a, 0x5c, 0x5e, 0x7a, 0x7c, 0x7e, 0xdb, 0xfb,
+        ];
+        let stops = [b'"', b'[', b']', b'{', b'}'];
+        holds_to_byte_loop("bracket", bracket_or_quote, naive_bracket, &fillers, &stops);
+        holds_to_byte_loop(
+            "words",
+            bracket_or_quote_words,
+            naive_bracket,
+            &fillers,
+            &stops,
+        );
     }
 
     fn scanned(text: &str) -> Option<usize> {
