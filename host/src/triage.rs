@@ -33,7 +33,7 @@ use crate::trace::discover::{discover, TraceFile, TraceSet};
 use crate::trace::event::{Trace, FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES};
 use crate::trace::evidence::evidence;
 use crate::trace::graph_capture::graph_capture;
-use crate::trace::link::{collision_note, link, Linked};
+use crate::trace::link::{collision_note, link_in_scope, LinkScope, Linked};
 use crate::trace::model::model_class;
 use crate::trace::read::{read_trace_scoped, ReadScope};
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
@@ -102,6 +102,7 @@ fn prepare<'p>(
     set: &TraceSet,
     traces: &mut Vec<Trace>,
     graphs: &[CapturedGraph],
+    link_scope: LinkScope,
     phases: &mut Phases,
 ) -> Result<(Prepared<'p>, Vec<String>)> {
     let server_args = set.server_args.as_ref().map(|a| &a.values);
@@ -114,7 +115,7 @@ fn prepare<'p>(
     let mut linked: Vec<Linked> = Vec::with_capacity(traces.len());
     let mut replay_notes = Vec::new();
     for trace in std::mem::take(traces) {
-        let linked_here = link(&trace);
+        let linked_here = link_in_scope(&trace, link_scope);
         phases.done("link");
         let (trace, resolved, summary) = resolve_replays(trace, linked_here, graphs);
         replay_notes.extend(graph_replay_notes(&summary, graphs.len()));
@@ -176,12 +177,29 @@ impl Depth {
     /// `LLM_TRIAGE_DIGEST_READ=full` in the environment a digest reads in full: tests
     /// check that both give byte-identical `--all-ranks` reports.
     fn read_scope(self) -> ReadScope {
+        match self.lean() {
+            false => ReadScope::Full,
+            true => ReadScope::Digest,
+        }
+    }
+
+    /// What the link finds: a digest reads no Python stack or eager cpu_op
+    /// (`LinkScope::Launches`); `LLM_TRIAGE_DIGEST_READ=full` links in full too, so the
+    /// same tests hold both to identical `--all-ranks` reports.
+    fn link_scope(self) -> LinkScope {
+        match self.lean() {
+            false => LinkScope::Full,
+            true => LinkScope::Launches,
+        }
+    }
+
+    /// A digest not told to read and link in full.
+    fn lean(self) -> bool {
         match self {
-            Depth::Report => ReadScope::Full,
-            Depth::Digest => match std::env::var_os("LLM_TRIAGE_DIGEST_READ") {
-                Some(v) if v == "full" => ReadScope::Full,
-                _ => ReadScope::Digest,
-            },
+            Depth::Report => false,
+            Depth::Digest => {
+                !matches!(std::env::var_os("LLM_TRIAGE_DIGEST_READ"), Some(v) if v == "full")
+            }
         }
     }
 }
@@ -259,6 +277,7 @@ pub(crate) fn run_observed(
         &traces_set,
         &mut traces,
         &graphs,
+        depth.link_scope(),
         &mut phases,
     )?;
     let selection = &formal.selection;
@@ -271,6 +290,8 @@ pub(crate) fn run_observed(
                 set,
                 &mut mapping_traces,
                 &[],
+                // The mapping's sites lend graph-replayed kernels stacks and cpu_ops.
+                LinkScope::Full,
                 &mut phases,
             )?
             .0,

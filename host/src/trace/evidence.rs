@@ -86,7 +86,12 @@ pub fn collapse_digits(name: &str) -> String {
 /// millions of frames but only thousands of distinct names.
 fn python_files(trace: &Trace) -> HashMap<String, u64> {
     let mut files: HashMap<String, u64> = HashMap::new();
-    for (sym, count) in trace.py_frames.name_counts(trace.strings.len()) {
+    for (sym, count) in trace
+        .py_frames
+        .name_counts(trace.strings.len())
+        .iter()
+        .copied()
+    {
         if let Some(file) = python_file(trace.name(sym)) {
             *files.entry(file.to_string()).or_default() += count;
         }

@@ -189,31 +189,54 @@ pub fn is_graph_launch(name: &str) -> bool {
     GRAPH_LAUNCHES.iter().any(|g| name.starts_with(g))
 }
 
+/// How much of a launch site [`link_in_scope`] finds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LinkScope {
+    /// Everything: runtime call, launch time, graph replay, cpu_op, shapes, Python stack.
+    Full,
+    /// The launch only (runtime call, launch time, graph replay, source, and a legacy
+    /// op's cpu_op): what a digest rank's stage split, timelines and stretches read
+    /// (`triage::Depth::Digest`). The two sweeps over every CPU op and Python frame of
+    /// the launching threads are skipped, so sites keep no stack and an eager launch no
+    /// cpu_op or shapes.
+    Launches,
+}
+
 /// Links every GPU op of `trace` to its runtime call, cpu_op and Python stack.
 pub fn link(trace: &Trace) -> Linked {
-    // The cpu_ops by External id on a second core while each op's call is found here.
-    // The ids looked up are a launching call's or an op's own: every call's and op's
-    // id is a superset of them, known before the calls are chosen (an id nobody looks
-    // up changes no lookup).
-    let (ops_by_external, (runtime_of, collisions)) = std::thread::scope(|scope| {
-        let index = scope.spawn(|| {
-            let calls = (0..trace.runtime.len()).map(|c| trace.runtime.external_id(c));
-            let ops = trace.gpu_ops.iter().map(|op| op.external_id);
-            index_cpu_ops_by_external_id(trace, calls.chain(ops))
-        });
-        let runtime_of = runtime_calls_of_ops(trace);
-        let index = index
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (index, runtime_of)
-    });
+    link_in_scope(trace, LinkScope::Full)
+}
+
+/// [`link`], finding only what `scope` asks for; the fields it finds are the same.
+pub fn link_in_scope(trace: &Trace, scope: LinkScope) -> Linked {
+    let (ops_by_external, (runtime_of, collisions)) = match scope {
+        LinkScope::Full => full_link_inputs(trace),
+        LinkScope::Launches => {
+            // Only legacy ops (no runtime call) ask for a cpu_op: by their own External id.
+            let runtime_of = runtime_calls_of_ops(trace);
+            let legacy = trace
+                .gpu_ops
+                .iter()
+                .zip(&runtime_of.0)
+                .filter(|(_, r)| r.is_none())
+                .map(|(op, _)| op.external_id);
+            (index_cpu_ops_by_external_id(trace, legacy), runtime_of)
+        }
+    };
 
     let mut launches = Launches::with_capacity(trace.gpu_ops.len());
     let mut no_launch = 0;
     for (op, runtime) in trace.gpu_ops.iter().zip(&runtime_of) {
         no_launch += u64::from(runtime.is_none());
         match *runtime {
-            Some(r) => launch_of_call(trace, &ops_by_external, r, op.external_id, &mut launches),
+            Some(r) => launch_of_call(
+                trace,
+                &ops_by_external,
+                r,
+                op.external_id,
+                scope,
+                &mut launches,
+            ),
             None => legacy_launch_of_op(
                 trace,
                 &ops_by_external,
@@ -224,7 +247,10 @@ pub fn link(trace: &Trace) -> Linked {
         }
     }
     drop((runtime_of, ops_by_external));
-    let (sites, stacks) = finish_sites(trace, launches);
+    let (sites, stacks) = match scope {
+        LinkScope::Full => finish_sites(trace, launches),
+        LinkScope::Launches => (launches.sites, Vec::new()),
+    };
 
     let mut counts = LinkCounts {
         no_launch,
@@ -243,6 +269,25 @@ pub fn link(trace: &Trace) -> Linked {
     }
 }
 
+/// The cpu_ops by External id (on a second core) and each GPU op's runtime call. The
+/// ids looked up are a launching call's or an op's own: every call's and op's id is a
+/// superset of them, known before the calls are chosen (an id nobody looks up changes
+/// no lookup).
+fn full_link_inputs(trace: &Trace) -> (OpsByExternalId, (Vec<Option<u32>>, u64)) {
+    std::thread::scope(|scope| {
+        let index = scope.spawn(|| {
+            let calls = (0..trace.runtime.len()).map(|c| trace.runtime.external_id(c));
+            let ops = trace.gpu_ops.iter().map(|op| op.external_id);
+            index_cpu_ops_by_external_id(trace, calls.chain(ops))
+        });
+        let runtime_of = runtime_calls_of_ops(trace);
+        let index = index
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (index, runtime_of)
+    })
+}
+
 /// Links runtime calls themselves (indices into `trace.runtime`) to their cpu_op, shapes
 /// and Python stack, by the same rules as [`link`]: a graph-capture trace's launch calls
 /// are its graph's nodes, and no kernel of theirs ran to link from. `sites` is parallel
@@ -253,7 +298,14 @@ pub fn link_launches(trace: &Trace, calls: &[u32]) -> Linked {
     let ops_by_external = index_cpu_ops_by_external_id(trace, wanted);
     let mut launches = Launches::with_capacity(calls.len());
     for &c in calls {
-        launch_of_call(trace, &ops_by_external, c, None, &mut launches);
+        launch_of_call(
+            trace,
+            &ops_by_external,
+            c,
+            None,
+            LinkScope::Full,
+            &mut launches,
+        );
     }
     let (sites, stacks) = finish_sites(trace, launches);
     let counts = LinkCounts {
@@ -296,12 +348,13 @@ impl Launches {
 }
 
 /// Adds the launch of runtime call `r`; `fallback_external` is the External id to use
-/// when the call has none (a kernel's own).
+/// when the call has none (a kernel's own). `LinkScope::Launches` looks for no cpu_op.
 fn launch_of_call(
     trace: &Trace,
     ops_by_external: &OpsByExternalId,
     r: u32,
     fallback_external: Option<u64>,
+    scope: LinkScope,
     launches: &mut Launches,
 ) {
     let call = trace.runtime.at(r as usize);
@@ -315,7 +368,10 @@ fn launch_of_call(
         site.cpu_op = Some(call.name);
         site.source = SiteSource::GraphLaunch;
     }
-    let external = call.external_id.or(fallback_external);
+    let external = call
+        .external_id
+        .or(fallback_external)
+        .filter(|_| scope == LinkScope::Full);
     let external_op = external.and_then(|id| {
         pick_cpu_op(
             trace,
@@ -1195,6 +1251,60 @@ mod tests {
         assert_eq!(frame_names(&trace, &linked, 0), ["model.py(5): forward"]);
         assert_eq!(linked.counts.linked, 1);
         assert_eq!(linked.counts.no_launch, 1);
+    }
+
+    /// A launches-only link (a digest rank's) finds every launch field as the full link
+    /// does, on eager, graph-replayed, legacy, unlinked and colliding ops: it leaves out
+    /// only the stacks and an eager launch's cpu_op and shapes.
+    #[test]
+    fn launches_only_link_agrees_with_the_full_link_on_every_launch_field() {
+        let mut b = TraceFixture::new();
+        b.frame("runner.py(10): replay", 0, 10_000, 1);
+        b.cpu_op("aten::mm", 150, 300, 1, Some(7));
+        b.runtime("cudaLaunchKernel", 200, 20, 1, 42, Some(7));
+        b.runtime("cudaLaunchKernel", 600, 20, 1, 42, None); // correlation collision
+        b.runtime("hipGraphLaunch", 1_000, 2_000, 1, 9, None);
+        b.cpu_op("aten::conv2d", 4_000, 400, 1, Some(11));
+        b.kernel("gemm", 5_000, 100, Some(42), Some(7));
+        b.kernel("k1", 5_200, 50, Some(9), None);
+        b.kernel("k2", 5_300, 50, Some(9), None);
+        b.kernel("conv", 5_400, 10, None, Some(11)); // legacy: no runtime call
+        b.kernel("lost", 5_500, 10, Some(77), None); // launch not captured
+        let trace = b.build();
+        let full = link(&trace);
+        let lean = link_in_scope(&trace, LinkScope::Launches);
+        assert!(lean.stacks.is_empty());
+        assert_eq!(lean.collisions, full.collisions);
+        assert_eq!(full.collisions, 1);
+        assert_eq!(lean.counts.no_launch, full.counts.no_launch);
+        assert_eq!(lean.counts.graph_replays, 2);
+        let expected: Vec<LaunchSite> = full
+            .sites
+            .iter()
+            .map(|site| {
+                let eager_call = site.runtime.is_some() && !site.graph_replay;
+                LaunchSite {
+                    stack: None,
+                    cpu_op: site.cpu_op.filter(|_| !eager_call),
+                    input_dims: site.input_dims.filter(|_| !eager_call),
+                    input_types: site.input_types.filter(|_| !eager_call),
+                    ..site.clone()
+                }
+            })
+            .collect();
+        assert_eq!(lean.sites, expected);
+        // The fixture reaches every kind of site the lean link must keep.
+        assert!(full.sites[0].cpu_op.is_some() && lean.sites[0].cpu_op.is_none());
+        assert_eq!(
+            lean.sites[1].cpu_op.map(|s| trace.name(s)),
+            Some("hipGraphLaunch")
+        );
+        assert_eq!(
+            lean.sites[3].cpu_op.map(|s| trace.name(s)),
+            Some("aten::conv2d")
+        );
+        assert_eq!(lean.sites[3].launch_ts, Some(4_000));
+        assert_eq!(lean.sites[4], LaunchSite::default());
     }
 
     /// The paged bit set and the hash set answer alike, for ids crowded into runs far

@@ -16,7 +16,12 @@ const TOP_MODEL_SUFFIXES: &[&str] = &["ForCausalLM", "ForConditionalGeneration",
 /// frame names a model.
 pub fn model_class(trace: &Trace) -> Option<String> {
     let mut classes: HashMap<String, u64> = HashMap::new();
-    for (sym, count) in trace.py_frames.name_counts(trace.strings.len()) {
+    for (sym, count) in trace
+        .py_frames
+        .name_counts(trace.strings.len())
+        .iter()
+        .copied()
+    {
         if let Some(class) = module_class(trace.name(sym)) {
             *classes.entry(class.to_string()).or_default() += count;
         }

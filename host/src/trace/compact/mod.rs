@@ -353,6 +353,9 @@ fn map_bytes<K, V>(map: &FxHashMap<K, V>) -> usize {
 #[derive(Clone, Default)]
 pub struct PyFrames {
     spans: Spans,
+    /// [`PyFrames::name_counts`], counted on its first call (it has five users per
+    /// trace); cleared by a push.
+    name_counts: std::sync::OnceLock<Vec<(Sym, u64)>>,
 }
 
 impl PyFrames {
@@ -366,6 +369,7 @@ impl PyFrames {
 
     pub fn push(&mut self, f: PyFrame) {
         self.spans.push(f.name, (f.pid, f.tid), f.ts, f.dur);
+        self.name_counts.take();
     }
 
     /// Frame `i`; panics past the end, as indexing a slice does.
@@ -406,7 +410,14 @@ impl PyFrames {
     /// decoded. A trace holds millions of frames and a few thousand names, and the
     /// passes that count frames by name (the diffusers check, the evidence, the model
     /// class, the fuse facts) each decoded every frame whole before.
-    pub fn name_counts(&self, symbols: usize) -> Vec<(Sym, u64)> {
+    ///
+    /// Counted once: every frame's name is below `symbols` (callers pass the interner's
+    /// size, which only grows), so a later call's answer is the first one's.
+    pub fn name_counts(&self, symbols: usize) -> &[(Sym, u64)] {
+        self.name_counts.get_or_init(|| self.count_names(symbols))
+    }
+
+    fn count_names(&self, symbols: usize) -> Vec<(Sym, u64)> {
         let mut counts: Vec<u64> = vec![0; symbols];
         for i in 0..self.len() {
             if let Some(count) = counts.get_mut(self.name(i).0 as usize) {
@@ -658,6 +669,30 @@ mod tests {
             pid: Sym(0),
             tid: Sym(tid),
         }
+    }
+
+    /// The counted-once name counts are the fresh count's, on every call, and a push
+    /// after a call is counted.
+    #[test]
+    fn frame_name_counts_are_counted_once_and_recounted_after_a_push() {
+        let mut frames = PyFrames::default();
+        for (name, ts) in [(3, 0), (1, 10), (3, 20), (7, 30)] {
+            frames.push(frame(name, ts, 5, 1));
+        }
+        let expected = vec![(Sym(1), 1), (Sym(3), 2), (Sym(7), 1)];
+        assert_eq!(frames.count_names(8), expected);
+        assert_eq!(frames.name_counts(8), expected);
+        assert_eq!(
+            frames.name_counts(20),
+            expected,
+            "a grown interner counts the same"
+        );
+        frames.push(frame(1, 40, 5, 2));
+        assert_eq!(
+            frames.name_counts(8),
+            [(Sym(1), 2), (Sym(3), 2), (Sym(7), 1)]
+        );
+        assert_eq!(frames.name_counts(8), frames.count_names(8));
     }
 
     #[test]
