@@ -203,13 +203,8 @@ pub(crate) fn check_logs(explicit: &[PathBuf], dirs: &[PathBuf]) -> Result<Vec<S
 /// Python frames of `trace` under `diffusers/pipelines/`, and the most frequent such file.
 pub(crate) fn diffusers_frames(trace: &Trace) -> Option<(u64, String)> {
     let mut files: HashMap<&str, u64> = HashMap::new();
-    for (sym, count) in trace
-        .py_frames
-        .name_counts(trace.strings.len())
-        .iter()
-        .copied()
-    {
-        if let Some(file) = python_file(trace.name(sym)) {
+    for (name, count) in trace.frame_names() {
+        if let Some(file) = python_file(name) {
             if has_dir_run(file, DIFFUSERS_PIPELINES) {
                 *files.entry(file).or_default() += count;
             }

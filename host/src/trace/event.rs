@@ -333,4 +333,14 @@ impl Trace {
     pub fn name(&self, sym: Sym) -> &str {
         self.strings.get(sym)
     }
+
+    /// Each distinct Python frame name with its frame count, in symbol order: the passes
+    /// that judge a trace by its frames' names read these thousands, not the millions of
+    /// frames (`PyFrames::name_counts`, counted once per trace).
+    pub fn frame_names(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.py_frames
+            .name_counts(self.strings.len())
+            .iter()
+            .map(|&(sym, count)| (self.name(sym), count))
+    }
 }

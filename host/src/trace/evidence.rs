@@ -86,13 +86,8 @@ pub fn collapse_digits(name: &str) -> String {
 /// millions of frames but only thousands of distinct names.
 fn python_files(trace: &Trace) -> HashMap<String, u64> {
     let mut files: HashMap<String, u64> = HashMap::new();
-    for (sym, count) in trace
-        .py_frames
-        .name_counts(trace.strings.len())
-        .iter()
-        .copied()
-    {
-        if let Some(file) = python_file(trace.name(sym)) {
+    for (name, count) in trace.frame_names() {
+        if let Some(file) = python_file(name) {
             *files.entry(file.to_string()).or_default() += count;
         }
     }

@@ -16,13 +16,8 @@ const TOP_MODEL_SUFFIXES: &[&str] = &["ForCausalLM", "ForConditionalGeneration",
 /// frame names a model.
 pub fn model_class(trace: &Trace) -> Option<String> {
     let mut classes: HashMap<String, u64> = HashMap::new();
-    for (sym, count) in trace
-        .py_frames
-        .name_counts(trace.strings.len())
-        .iter()
-        .copied()
-    {
-        if let Some(class) = module_class(trace.name(sym)) {
+    for (name, count) in trace.frame_names() {
+        if let Some(class) = module_class(name) {
             *classes.entry(class.to_string()).or_default() += count;
         }
     }

@@ -112,13 +112,8 @@ fn trace_model_names(trace: &Trace) -> Vec<String> {
     }
     // The frames' distinct names in symbol order, marked by index rather than sorted:
     // a trace holds millions of frames and few names.
-    for (sym, _) in trace
-        .py_frames
-        .name_counts(trace.strings.len())
-        .iter()
-        .copied()
-    {
-        if let Some(stem) = model_file_stem(trace.name(sym)) {
+    for (name, _) in trace.frame_names() {
+        if let Some(stem) = model_file_stem(name) {
             if !names.contains(&stem) {
                 names.push(stem);
             }
