@@ -353,8 +353,8 @@ fn map_bytes<K, V>(map: &FxHashMap<K, V>) -> usize {
 #[derive(Clone, Default)]
 pub struct PyFrames {
     spans: Spans,
-    /// [`PyFrames::name_counts`], counted on its first call (it has five users per
-    /// trace); cleared by a push.
+    /// [`PyFrames::name_counts`], counted on its first call (four passes read it per
+    /// trace, through `Trace::frame_names`); cleared by a push.
     name_counts: std::sync::OnceLock<Vec<(Sym, u64)>>,
 }
 
