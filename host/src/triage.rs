@@ -35,7 +35,7 @@ use crate::trace::evidence::evidence;
 use crate::trace::graph_capture::graph_capture;
 use crate::trace::link::{collision_note, link_in_scope, LinkScope, Linked};
 use crate::trace::model::model_class;
-use crate::trace::read::{read_trace_scoped, ReadScope};
+use crate::trace::read::{read_trace_beside_others, read_trace_scoped, ReadScope};
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
 /// What the user asked for, in domain terms (the CLI maps flags onto this).
@@ -917,10 +917,11 @@ fn read_all(files: &[&TraceFile], progress: bool, read_scope: ReadScope) -> Vec<
     let done = AtomicU64::new(0);
     // On an all-ranks worker, this rank's read waits for its place among the reads the
     // run keeps going at once (`ranks`), and gives it back when its files are read.
-    let _reading = match files.is_empty() {
+    let reading = match files.is_empty() {
         true => None,
         false => crate::ranks::start_reading(),
     };
+    let beside_others = reading.as_ref().is_some_and(|r| r.beside_others());
     let results: Vec<Result<Trace>> = std::thread::scope(|scope| {
         let handles: Vec<_> = files
             .iter()
@@ -934,7 +935,10 @@ fn read_all(files: &[&TraceFile], progress: bool, read_scope: ReadScope) -> Vec<
                         done.fetch_add(delta, Ordering::Relaxed);
                         bar.inc(delta);
                     };
-                    read_trace_scoped(&file.path, &mut progress, read_scope)
+                    match beside_others {
+                        true => read_trace_beside_others(&file.path, &mut progress, read_scope),
+                        false => read_trace_scoped(&file.path, &mut progress, read_scope),
+                    }
                 })
             })
             .collect();

@@ -53,7 +53,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     let ranks: Vec<u32> = inputs.iter().map(|r| r.rank).collect();
     let plugins = load_plugins(&request.plugin_dirs)?;
     let rules = load_collectives(request.catalog.as_deref())?;
-    keep_large_allocations_mapped();
+    share_one_heap();
     let (workers, worker_note) = workers_for(request, &inputs);
     let mut results = triage_ranks(request, &inputs, workers, &plugins, &rules);
     let mut notes = vec![worker_note];
@@ -115,13 +115,17 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
 fn triage_ranks(
     request: &TriageRequest,
     ranks: &[RankInput],
-    (reads, in_flight): (usize, usize),
+    Workers {
+        reads,
+        in_flight,
+        cores_filled,
+    }: Workers,
     plugins: &PluginSet,
     rules: &CollectiveRules,
 ) -> Vec<RankSlot> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<RankSlot>> = Mutex::new((0..ranks.len()).map(|_| None).collect());
-    let gate = Arc::new(ReadGate::new(reads));
+    let gate = Arc::new(ReadGate::new(reads, cores_filled));
     std::thread::scope(|scope| {
         for _ in 0..in_flight {
             let gate = Arc::clone(&gate);
@@ -148,6 +152,8 @@ struct ReadGate {
     /// Reads free to start.
     free: Mutex<usize>,
     freed: Condvar,
+    /// Whether the reads at once fill the cores ([`Workers::cores_filled`]).
+    cores_filled: bool,
 }
 
 thread_local! {
@@ -156,10 +162,11 @@ thread_local! {
 }
 
 impl ReadGate {
-    fn new(reads: usize) -> ReadGate {
+    fn new(reads: usize, cores_filled: bool) -> ReadGate {
         ReadGate {
             free: Mutex::new(reads.max(1)),
             freed: Condvar::new(),
+            cores_filled,
         }
     }
 }
@@ -167,6 +174,16 @@ impl ReadGate {
 /// Held while a read of an all-ranks worker goes on: the next rank's read waits for one.
 pub(crate) struct Reading {
     gate: Arc<ReadGate>,
+}
+
+impl Reading {
+    /// Whether the other reads going on with this one keep every core busy already: a
+    /// scan-ahead thread (`trace::read::read_trace_beside_others`) would then add only
+    /// its hand-off (4 ranks of 250 MB on 2 cores: 4% more CPU with one for the
+    /// reference rank's read, and no sooner done).
+    pub(crate) fn beside_others(&self) -> bool {
+        self.gate.cores_filled
+    }
 }
 
 impl Drop for Reading {
@@ -217,36 +234,36 @@ fn triage_rank(
     let report = run_observed(&one, Some(plugins), depth, &mut |observed| {
         digest = Some(digest::digest(observed, rules, rank));
     });
-    // The rank's traces are dropped by now; hand their pages back before the next rank
-    // is read, so the peak is the ranks in flight, not every rank's heap left behind.
-    release_freed_memory();
+    // The rank's traces are dropped by now; their pages stay in the heap for the next
+    // rank (`share_one_heap`).
     let digest = digest.ok_or_else(|| TriageError::input(&request.input, "rank not digested"))?;
     Ok((report?, digest))
 }
 
-/// Large allocations (a rank's record vectors) stay mapped on their own, so freeing
-/// one returns it to the system at once. glibc otherwise raises its mmap threshold each
-/// time such a block is freed (up to 32 MiB): after the first ranks, the next ranks'
-/// vectors grow inside the heap, where every regrowth leaves its old copy behind, and
-/// four 250 MB ranks peaked at 255 MB instead of 131 MB (`scripts/bench.sh --ranks 4`).
-fn keep_large_allocations_mapped() {
+/// Every thread of the run allocates from one heap that keeps what is freed: a rank's
+/// pages, once freed, hold the next rank's records instead of going back to the system.
+/// Before, blocks past 128 KiB were mapped on their own and each rank's heap handed
+/// back (`malloc_trim`) as soon as it was dropped, to keep the peak down; but each new
+/// rank, read on fresh threads (arenas of their own), then faulted in and zeroed all of
+/// its pages again (4 ranks of 250 MB: 70,000 page faults, 0.28 s of system time). With
+/// one arena, blocks up to 4 MiB in the heap and its top kept: 34,000 faults and 0.14 s,
+/// for about the same peak (91-96 MB). A 32 MiB threshold saved 8,000 faults more but
+/// peaked at 113 MB and gained no CPU: a vector that grows inside the heap is copied
+/// at each doubling, one mapped on its own is moved by remapping. Blocks past 4 MiB
+/// (the larger record tables) are still mapped on their own and handed back when freed.
+///
+/// One arena: glibc fixes its arena limit only once eight arenas exist, and the run has
+/// made none yet (the main thread has the main one), so every worker and reader thread
+/// shares the main arena; its lock costs little here (the threads allocate in large
+/// blocks or from their thread caches).
+fn share_one_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator parameter; setting M_MMAP_THRESHOLD to its
-    // default fixes it there (and turns off its adjustment), affecting no live block.
+    // SAFETY: mallopt only sets allocator parameters; the new values apply to later
+    // allocations and affect no live block.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-    }
-}
-
-/// Returns the allocator's free pages to the system. glibc keeps a freed rank's heap
-/// (in the arena of the thread that read it) mapped; the next rank, read on another
-/// thread, would then add its own on top.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointer
-    // and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
     }
 }
 
@@ -330,6 +347,15 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
     }
 }
 
+/// How many ranks are read at once and how many are in flight ([`workers_for`]).
+struct Workers {
+    reads: usize,
+    in_flight: usize,
+    /// Whether that many reads at once keep every core busy (not held back by the
+    /// memory or the number of ranks).
+    cores_filled: bool,
+}
+
 /// How many ranks are read at once (the workers the note counts) and how many are in
 /// flight, chosen for throughput: enough reads that their threads keep every core busy,
 /// and no more (a further read costs memory and gains nothing); up to twice as many
@@ -340,7 +366,7 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
 /// in flight, than the memory available would hold ranks' records (estimated at half the
 /// decompressed JSON, ten times a gzip file's size); never fewer than one. And the note
 /// that says so (its workers are the reads at once).
-fn workers_for(request: &TriageRequest, inputs: &[RankInput]) -> ((usize, usize), String) {
+fn workers_for(request: &TriageRequest, inputs: &[RankInput]) -> (Workers, String) {
     let ranks = inputs.len();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let paths: Vec<std::path::PathBuf> = match request.rank_inputs.is_empty() {
@@ -370,7 +396,11 @@ fn workers_for(request: &TriageRequest, inputs: &[RankInput]) -> ((usize, usize)
         ""
     };
     (
-        (workers, in_flight),
+        Workers {
+            reads: workers,
+            in_flight,
+            cores_filled: workers >= by_cores,
+        },
         format!(
             "all ranks: {ranks} ranks triaged by {workers} workers ({cores} cores; {kind}, so {by_cores} ranks at once fill them{limit})"
         ),
@@ -428,7 +458,7 @@ mod tests {
 
     #[test]
     fn a_read_gate_lets_as_many_reads_go_on_at_once_as_it_was_given() {
-        let gate = Arc::new(ReadGate::new(2));
+        let gate = Arc::new(ReadGate::new(2, true));
         let (reading, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let done = AtomicUsize::new(0);
         std::thread::scope(|scope| {
@@ -454,6 +484,28 @@ mod tests {
         assert_eq!(*gate.free.lock().unwrap(), 2);
         // Outside an all-ranks worker a read never waits.
         assert!(start_reading().is_none());
+    }
+
+    #[test]
+    fn a_read_beside_others_reads_what_a_read_with_scan_ahead_reads() {
+        use crate::trace::read::{read_trace_beside_others, read_trace_scoped, ReadScope};
+        // A real trace (gzip, so the inflate thread runs too), in both scopes.
+        let path = crate::testutil::shared_trace_path("AMD-AGI__TraceLens__eager_trace.json.gz");
+        for scope in [ReadScope::Full, ReadScope::Digest] {
+            let ahead = read_trace_scoped(&path, &mut |_| {}, scope).unwrap();
+            let beside = read_trace_beside_others(&path, &mut |_| {}, scope).unwrap();
+            assert!(ahead.event_count > 10_000, "{}", ahead.event_count);
+            assert_eq!(beside, ahead, "{scope:?}");
+        }
+    }
+
+    #[test]
+    fn a_gate_says_whether_its_reads_fill_the_cores() {
+        let reading = |cores_filled| Reading {
+            gate: Arc::new(ReadGate::new(2, cores_filled)),
+        };
+        assert!(reading(true).beside_others());
+        assert!(!reading(false).beside_others());
     }
 
     #[test]
