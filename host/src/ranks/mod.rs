@@ -111,7 +111,10 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
 /// read ends: with one worker per read, the next read waited for the post-read, and the
 /// reads came in waves with the cores half idle between them (4 ranks of 250 MB: 2.94x
 /// one rank's wall before, 2.72x after). At most `in_flight` ranks' traces are held at
-/// once.
+/// once. Reads start in rank order, so the reference rank (the longest post-read, the
+/// full tables) is always among the first reads: when a later rank's worker reached
+/// the gate first, the reference was read last and its tables ran at the end with a
+/// core idle (4 ranks of 250 MB: 0.1 s of the wall in such runs).
 fn triage_ranks(
     request: &TriageRequest,
     ranks: &[RankInput],
@@ -125,18 +128,19 @@ fn triage_ranks(
 ) -> Vec<RankSlot> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<RankSlot>> = Mutex::new((0..ranks.len()).map(|_| None).collect());
-    let gate = Arc::new(ReadGate::new(reads, cores_filled));
+    let gate = Arc::new(ReadGate::new(reads, cores_filled, ranks.len()));
     std::thread::scope(|scope| {
         for _ in 0..in_flight {
-            let gate = Arc::clone(&gate);
             scope.spawn(|| {
-                // The read sits deep in `triage::run_observed`; the gate reaches it here.
-                READ_GATE.with(|g| *g.borrow_mut() = Some(gate));
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(rank) = ranks.get(i) else { break };
+                    // The read sits deep in `triage::run_observed`; the gate and the
+                    // rank's turn reach it here.
+                    let turn = Turn::take(&gate, i);
                     let depth = if i == 0 { Depth::Report } else { Depth::Digest };
                     let result = triage_rank(request, rank, depth, plugins, rules);
+                    drop(turn);
                     if let Ok(mut slots) = results.lock() {
                         slots[i] = Some(result);
                     }
@@ -147,27 +151,84 @@ fn triage_ranks(
     results.into_inner().unwrap_or_default()
 }
 
-/// The reads of an all-ranks run that may go on at once, shared by its workers.
+/// The reads of an all-ranks run that may go on at once, shared by its workers, and
+/// whose turn it is: reads start in rank order.
 struct ReadGate {
-    /// Reads free to start.
-    free: Mutex<usize>,
-    freed: Condvar,
+    state: Mutex<GateState>,
+    changed: Condvar,
     /// Whether the reads at once fill the cores ([`Workers::cores_filled`]).
     cores_filled: bool,
 }
 
+struct GateState {
+    /// Reads free to start.
+    free: usize,
+    /// By rank index: whether its turn has passed (its read started, or its triage
+    /// ended without one: an input that failed before its read).
+    passed: Vec<bool>,
+    /// The first rank whose turn has not passed: the next read to start.
+    next: usize,
+}
+
+impl GateState {
+    fn pass(&mut self, rank: usize) {
+        if let Some(p) = self.passed.get_mut(rank) {
+            *p = true;
+        }
+        while self.passed.get(self.next).copied().unwrap_or(false) {
+            self.next += 1;
+        }
+    }
+}
+
 thread_local! {
-    /// The gate of the all-ranks run this thread works for (none outside one).
-    static READ_GATE: RefCell<Option<Arc<ReadGate>>> = const { RefCell::new(None) };
+    /// The gate of the all-ranks run this thread works for and the index of the rank it
+    /// triages (none outside one).
+    static READ_GATE: RefCell<Option<(Arc<ReadGate>, usize)>> = const { RefCell::new(None) };
 }
 
 impl ReadGate {
-    fn new(reads: usize, cores_filled: bool) -> ReadGate {
+    fn new(reads: usize, cores_filled: bool, ranks: usize) -> ReadGate {
         ReadGate {
-            free: Mutex::new(reads.max(1)),
-            freed: Condvar::new(),
+            state: Mutex::new(GateState {
+                free: reads.max(1),
+                passed: vec![false; ranks],
+                next: 0,
+            }),
+            changed: Condvar::new(),
             cores_filled,
         }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
+        // No section under this lock can panic; should one have, the state is still right.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A worker's rank while it is triaged: the thread's reads go through the gate in that
+/// rank's turn. Dropped (also by a panic), the turn passes, so that a rank that ended
+/// before its read never holds up the next.
+struct Turn {
+    gate: Arc<ReadGate>,
+    rank: usize,
+}
+
+impl Turn {
+    fn take(gate: &Arc<ReadGate>, rank: usize) -> Turn {
+        READ_GATE.with(|g| *g.borrow_mut() = Some((Arc::clone(gate), rank)));
+        Turn {
+            gate: Arc::clone(gate),
+            rank,
+        }
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        READ_GATE.with(|g| *g.borrow_mut() = None);
+        self.gate.state().pass(self.rank);
+        self.gate.changed.notify_all();
     }
 }
 
@@ -188,22 +249,25 @@ impl Reading {
 
 impl Drop for Reading {
     fn drop(&mut self) {
-        // No section under this lock can panic; should one have, the count is still right.
-        *self.gate.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.gate.freed.notify_one();
+        self.gate.state().free += 1;
+        self.gate.changed.notify_all();
     }
 }
 
 /// On an all-ranks worker, waits until its read may start (`triage::read_all` calls this
-/// before reading) and holds that place until dropped; elsewhere `None` at once.
+/// before reading): a read free, and every lower rank's read started (or its triage
+/// over); holds that place until dropped. Elsewhere `None` at once.
 pub(crate) fn start_reading() -> Option<Reading> {
-    let gate = READ_GATE.with(|g| g.borrow().clone())?;
-    let mut free = gate.free.lock().unwrap_or_else(|e| e.into_inner());
-    while *free == 0 {
-        free = gate.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+    let (gate, rank) = READ_GATE.with(|g| g.borrow().clone())?;
+    let mut state = gate.state();
+    // A rank whose turn has passed (a second read of its own) waits for a free read only.
+    while state.free == 0 || !(state.next == rank || state.passed.get(rank) == Some(&true)) {
+        state = gate.changed.wait(state).unwrap_or_else(|e| e.into_inner());
     }
-    *free -= 1;
-    drop(free);
+    state.free -= 1;
+    state.pass(rank);
+    drop(state);
+    gate.changed.notify_all();
     Some(Reading { gate })
 }
 
@@ -457,33 +521,72 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_read_gate_lets_as_many_reads_go_on_at_once_as_it_was_given() {
-        let gate = Arc::new(ReadGate::new(2, true));
+    fn a_read_gate_lets_as_many_reads_go_on_at_once_as_it_was_given_in_rank_order() {
+        const RANKS: usize = 120;
+        let gate = Arc::new(ReadGate::new(2, true, RANKS));
         let (reading, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let done = AtomicUsize::new(0);
+        let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let started = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             for _ in 0..6 {
-                let gate = Arc::clone(&gate);
-                scope.spawn(|| {
-                    READ_GATE.with(|g| *g.borrow_mut() = Some(gate));
-                    for _ in 0..20 {
+                scope.spawn(|| loop {
+                    let rank = next.fetch_add(1, Ordering::SeqCst);
+                    if rank >= RANKS {
+                        break;
+                    }
+                    let turn = Turn::take(&gate, rank);
+                    // Every seventh rank ends before its read (an input that failed).
+                    if rank % 7 != 3 {
                         let held = start_reading().expect("a worker thread has a gate");
+                        // Every lower rank's turn had passed when this read started.
+                        let earlier_passed = gate.state().passed[..rank].iter().all(|&p| p);
+                        started.lock().unwrap().push((rank, earlier_passed));
                         let now = reading.fetch_add(1, Ordering::SeqCst) + 1;
                         most.fetch_max(now, Ordering::SeqCst);
-                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        std::thread::sleep(std::time::Duration::from_micros(
+                            200 + 50 * (rank % 5) as u64,
+                        ));
                         reading.fetch_sub(1, Ordering::SeqCst);
                         drop(held);
                         done.fetch_add(1, Ordering::SeqCst);
                     }
+                    drop(turn);
                 });
             }
         });
-        // Six workers wanted to read at once; two did, and every read got its turn.
+        // Six workers wanted to read at once; two did, every read got its turn, and the
+        // reads started in rank order, past the ranks that never read.
         assert_eq!(most.load(Ordering::SeqCst), 2);
-        assert_eq!(done.load(Ordering::SeqCst), 120);
-        assert_eq!(*gate.free.lock().unwrap(), 2);
-        // Outside an all-ranks worker a read never waits.
+        let expected: Vec<usize> = (0..RANKS).filter(|r| r % 7 != 3).collect();
+        assert_eq!(done.load(Ordering::SeqCst), expected.len());
+        let mut started = started.into_inner().unwrap();
+        assert!(started.iter().all(|&(_, in_order)| in_order), "{started:?}");
+        started.sort_unstable();
+        let ranks: Vec<usize> = started.iter().map(|&(rank, _)| rank).collect();
+        assert_eq!(ranks, expected);
+        let state = gate.state();
+        assert_eq!((state.free, state.next), (2, RANKS));
+        drop(state);
+        // Outside an all-ranks worker (and after a turn) a read never waits.
         assert!(start_reading().is_none());
+    }
+
+    #[test]
+    fn a_rank_whose_turn_passed_reads_again_when_a_read_is_free() {
+        let gate = Arc::new(ReadGate::new(1, true, 3));
+        let turn = Turn::take(&gate, 1);
+        let mut state = gate.state();
+        state.pass(0);
+        drop(state);
+        let first = start_reading().unwrap();
+        drop(first);
+        // Its second read (rank 2 has not started) does not wait for rank 2's turn.
+        let again = start_reading().unwrap();
+        assert_eq!(gate.state().free, 0);
+        drop(again);
+        drop(turn);
+        let state = gate.state();
+        assert_eq!((state.free, state.next), (1, 2));
     }
 
     #[test]
@@ -502,7 +605,7 @@ mod tests {
     #[test]
     fn a_gate_says_whether_its_reads_fill_the_cores() {
         let reading = |cores_filled| Reading {
-            gate: Arc::new(ReadGate::new(2, cores_filled)),
+            gate: Arc::new(ReadGate::new(2, cores_filled, 4)),
         };
         assert!(reading(true).beside_others());
         assert!(!reading(false).beside_others());
