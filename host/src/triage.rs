@@ -35,7 +35,7 @@ use crate::trace::evidence::evidence;
 use crate::trace::graph_capture::graph_capture;
 use crate::trace::link::{collision_note, link_in_scope, LinkScope, Linked};
 use crate::trace::model::model_class;
-use crate::trace::read::{read_trace_scoped, ReadScope};
+use crate::trace::read::{read_trace_beside_others, read_trace_scoped, ReadScope};
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
 /// What the user asked for, in domain terms (the CLI maps flags onto this).
@@ -158,7 +158,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     if request.all_ranks {
         return crate::ranks::run(request);
     }
-    run_observed(request, None, Depth::Report, &mut |_| {})
+    run_observed(request, None, None, Depth::Report, &mut |_| {})
 }
 
 /// How much of the triage a run needs.
@@ -212,11 +212,12 @@ pub(crate) struct Observed<'a> {
     pub report: &'a Report,
 }
 
-/// One triage; `plugins` already loaded (else loaded here), `observe` called once with
-/// the read traces and the finished report.
+/// One triage; `plugins` and `catalog` already loaded (else loaded here), `observe`
+/// called once with the read traces and the finished report.
 pub(crate) fn run_observed(
     request: &TriageRequest,
     plugins: Option<&PluginSet>,
+    catalog: Option<&Catalog>,
     depth: Depth,
     observe: &mut dyn FnMut(&Observed<'_>),
 ) -> Result<Report> {
@@ -238,6 +239,14 @@ pub(crate) fn run_observed(
             &loaded
         }
     };
+    let loaded_catalog;
+    let catalog = match catalog {
+        Some(catalog) => catalog,
+        None => {
+            loaded_catalog = Catalog::load(request.catalog.as_deref(), plugin_set)?;
+            &loaded_catalog
+        }
+    };
     let Catalog {
         families,
         fusions: fusion_catalog,
@@ -247,9 +256,9 @@ pub(crate) fn run_observed(
         roofline: roofline_ops,
         roles,
         ..
-    } = Catalog::load(request.catalog.as_deref(), plugin_set)?;
+    } = catalog;
     // A bad --device or --device-spec fails before the (long) read.
-    let chosen = chosen_device(&request.device, &device_table)?;
+    let chosen = chosen_device(&request.device, device_table)?;
     // So does a --model-config that cannot be read.
     let explicit_model =
         crate::trace::model_config::model_shape(request.model_config.as_deref(), &[])?;
@@ -303,7 +312,7 @@ pub(crate) fn run_observed(
     let (traces, formal, mapping_graph_note) = match &mapping {
         Some(m) => {
             let (traces, linked, note) =
-                resolve_traces(traces, formal.linked, &mapping_traces, &m.linked, &families);
+                resolve_traces(traces, formal.linked, &mapping_traces, &m.linked, families);
             (traces, Prepared { linked, ..formal }, note)
         }
         None => (traces, formal, None),
@@ -319,10 +328,10 @@ pub(crate) fn run_observed(
     phases.done("mapping+staged");
     let timeline_options = TimelineOptions {
         top_gaps: request.top_gaps,
-        steps: &step_catalog,
+        steps: step_catalog,
     };
     if depth == Depth::Digest {
-        let timelines = stage_timelines(&staged, &formal.locator, &families, &timeline_options);
+        let timelines = stage_timelines(&staged, &formal.locator, families, &timeline_options);
         let report = digest_report(selection, input_infos(&traces_set, &traces), timelines);
         observe(&Observed {
             staged: &staged,
@@ -344,8 +353,8 @@ pub(crate) fn run_observed(
             .as_ref()
             .zip(mapping_staged.as_deref())
             .map(|(m, staged)| (staged, &m.locator)),
-        families: &families,
-        known: &known_paths,
+        families,
+        known: known_paths,
         engine: engine.name(),
     };
     let overlap_options = OverlapOptions {
@@ -364,9 +373,9 @@ pub(crate) fn run_observed(
         })
     });
     let layer_inputs = LayerInputs {
-        families: &families,
-        roles: &roles,
-        steps: &step_catalog,
+        families,
+        roles,
+        steps: step_catalog,
         expected: expected_layers.as_ref(),
     };
     // The model's dimensions for the roofline's launches without Input Dims (issue 18).
@@ -380,13 +389,13 @@ pub(crate) fn run_observed(
     let model_inputs = roofline::ModelInputs {
         shape: model_shape.as_ref(),
         tp: crate::trace::model_config::tp_size(server_args),
-        families: &families,
+        families,
     };
     // The formal traces' GPU (what their kernel times ran on) and its row of the device
     // table, or the row --device / --device-spec chose: the report names it and the
     // roofline divides by it.
     let device = analysed_device(&traces);
-    let device_row = match_trace_device(device, &device_table, chosen);
+    let device_row = match_trace_device(device, device_table, chosen);
     // The roofline (issue 18): figures per kernel row, the stage's speed of light.
     let roof = roofline::roof_of(device, device_row.as_ref());
     phases.done("analysis inputs");
@@ -406,14 +415,13 @@ pub(crate) fn run_observed(
             let mut group = Phases::of_thread(timed, "  group 1: ");
             // Rows are summed once; the fuse matcher sees every row, the table only
             // those above the cut (small split kernels are fusion evidence).
-            let tables =
-                kernel_tables_with_every_row(&staged, &formal.locator, &families, &options);
+            let tables = kernel_tables_with_every_row(&staged, &formal.locator, families, &options);
             group.done("kernel tables");
             let overlap = overlap_tables(&overlap_inputs, &overlap_options);
             group.done("overlap");
             let model_class_found = all_traces.iter().find_map(|t| model_class(t));
             group.done("model class");
-            let rooflines = roofline::stage_rooflines(&staged, &roofline_ops, &roof, &model_inputs);
+            let rooflines = roofline::stage_rooflines(&staged, roofline_ops, &roof, &model_inputs);
             group.done("rooflines");
             (tables, overlap, model_class_found, rooflines)
         },
@@ -421,7 +429,7 @@ pub(crate) fn run_observed(
             let mut group = Phases::of_thread(timed, "  group 2: ");
             let facts = run_facts(server_args, &all_traces);
             group.done("facts");
-            let timelines = stage_timelines(&staged, &formal.locator, &families, &timeline_options);
+            let timelines = stage_timelines(&staged, &formal.locator, families, &timeline_options);
             group.done("timelines");
             let layers = stage_layers(&staged, &layer_inputs);
             group.done("layers");
@@ -917,10 +925,11 @@ fn read_all(files: &[&TraceFile], progress: bool, read_scope: ReadScope) -> Vec<
     let done = AtomicU64::new(0);
     // On an all-ranks worker, this rank's read waits for its place among the reads the
     // run keeps going at once (`ranks`), and gives it back when its files are read.
-    let _reading = match files.is_empty() {
+    let reading = match files.is_empty() {
         true => None,
         false => crate::ranks::start_reading(),
     };
+    let beside_others = reading.as_ref().is_some_and(|r| r.beside_others());
     let results: Vec<Result<Trace>> = std::thread::scope(|scope| {
         let handles: Vec<_> = files
             .iter()
@@ -934,7 +943,10 @@ fn read_all(files: &[&TraceFile], progress: bool, read_scope: ReadScope) -> Vec<
                         done.fetch_add(delta, Ordering::Relaxed);
                         bar.inc(delta);
                     };
-                    read_trace_scoped(&file.path, &mut progress, read_scope)
+                    match beside_others {
+                        true => read_trace_beside_others(&file.path, &mut progress, read_scope),
+                        false => read_trace_scoped(&file.path, &mut progress, read_scope),
+                    }
                 })
             })
             .collect();

@@ -341,9 +341,13 @@ fn stretch(
 type FrameSpan = (Ns, Ns, Sym);
 
 /// The Python frames of a trace, by thread (pid, tid), in start order (for the
-/// stretches' host side: one sort per rank, a binary search per stretch).
+/// stretches' host side: a binary search per stretch). A thread's list is built the
+/// first time a stretch asks for it: the stretches ask for the launching threads only,
+/// a few of a trace's few dozen, and copying every frame into per-thread lists up front
+/// (hashing each frame's thread) was a third of a rank's digest.
 struct ThreadFrames {
-    by_thread: FxHashMap<(Sym, Sym), Vec<FrameSpan>>,
+    /// By the frame table's thread index ([`crate::trace::compact::PyFrames::threads`]).
+    by_thread: Vec<Option<Vec<FrameSpan>>>,
     /// Each frame name's engine location (an index into `names`), once per name: the
     /// locator's path matching was 40% of a digest before (a few thousand distinct
     /// names, millions of frames).
@@ -353,18 +357,8 @@ struct ThreadFrames {
 
 impl ThreadFrames {
     fn of(trace: &Trace) -> ThreadFrames {
-        let mut by_thread: FxHashMap<(Sym, Sym), Vec<FrameSpan>> = FxHashMap::default();
-        for f in &trace.py_frames {
-            by_thread
-                .entry((f.pid, f.tid))
-                .or_default()
-                .push((f.ts, f.end(), f.name));
-        }
-        for frames in by_thread.values_mut() {
-            frames.sort_unstable();
-        }
         ThreadFrames {
-            by_thread,
+            by_thread: vec![None; trace.py_frames.threads().len()],
             location_of: FxHashMap::default(),
             locations: Vec::new(),
         }
@@ -380,7 +374,7 @@ impl ThreadFrames {
         gap_start: Ns,
         observed: &Observed<'_>,
     ) -> Option<(String, Ns)> {
-        let frames = self.by_thread.get(&(call.pid, call.tid))?;
+        let frames = on_thread(&mut self.by_thread, trace, (call.pid, call.tid))?;
         let first = frames.partition_point(|f| f.0 < gap_start);
         let mut best: Option<(usize, Ns)> = None;
         for &(start, end, name) in frames[first..]
@@ -409,9 +403,65 @@ impl ThreadFrames {
     }
 }
 
+/// The frames of thread (pid, tid) in start order, built on first ask into `by_thread`
+/// ([`ThreadFrames::by_thread`]); `None` if it ran none.
+fn on_thread<'f>(
+    by_thread: &'f mut [Option<Vec<FrameSpan>>],
+    trace: &Trace,
+    thread: (Sym, Sym),
+) -> Option<&'f [FrameSpan]> {
+    let frames = &trace.py_frames;
+    let index = frames.threads().iter().position(|&t| t == thread)?;
+    let list = by_thread[index].get_or_insert_with(|| {
+        let mut list: Vec<FrameSpan> = (0..frames.len())
+            .filter(|&i| frames.thread_index(i) as usize == index)
+            .map(|i| {
+                let (start, end) = frames.span(i);
+                (start, end, frames.name(i))
+            })
+            .collect();
+        list.sort_unstable();
+        list
+    });
+    Some(list)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::clipped;
+    use super::{clipped, on_thread, FrameSpan, ThreadFrames};
+    use crate::trace::event::{PyFrame, Sym, Trace};
+
+    #[test]
+    fn a_threads_frames_are_its_own_in_start_order_whichever_thread_is_asked_first() {
+        let mut trace = Trace::default();
+        // 300 threads (past the compact table's 8-bit thread index), names past 2^24,
+        // out of order in the file.
+        for i in 0..3_000u32 {
+            trace.py_frames.push(PyFrame {
+                name: Sym(if i % 11 == 0 { (1 << 24) + i } else { i % 40 }),
+                ts: i64::from((i * 7_919) % 3_001),
+                dur: i64::from(i % 13),
+                pid: Sym(i % 2),
+                tid: Sym(i % 300),
+            });
+        }
+        let mut frames = ThreadFrames::of(&trace);
+        for tid in [299, 0, 7, 299] {
+            let thread = (Sym(tid % 2), Sym(tid));
+            let mut expected: Vec<FrameSpan> = trace
+                .py_frames
+                .iter()
+                .filter(|f| (f.pid, f.tid) == thread)
+                .map(|f| (f.ts, f.end(), f.name))
+                .collect();
+            expected.sort_unstable();
+            assert_eq!(expected.len(), 10);
+            let got = on_thread(&mut frames.by_thread, &trace, thread).unwrap();
+            assert_eq!(got, expected, "thread {tid}");
+        }
+        // A thread that ran no frame.
+        assert!(on_thread(&mut frames.by_thread, &trace, (Sym(1), Sym(0))).is_none());
+    }
 
     #[test]
     fn a_collective_keeps_the_compute_union_clipped_to_its_span() {

@@ -29,7 +29,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::catalog::{load_collectives, CollectiveRules};
+use crate::catalog::Catalog;
 use crate::error::{Result, TriageError};
 use crate::plugins::PluginSet;
 use crate::report::Report;
@@ -52,16 +52,19 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     let inputs = inputs::rank_inputs(request)?;
     let ranks: Vec<u32> = inputs.iter().map(|r| r.rank).collect();
     let plugins = load_plugins(&request.plugin_dirs)?;
-    let rules = load_collectives(request.catalog.as_deref())?;
-    keep_large_allocations_mapped();
+    // Once for every rank (it is the same for all: the built-in files, --catalog's and
+    // the plugins'), not once per rank's triage: its rules and patterns took each rank's
+    // worker 5-8 ms before its read could start.
+    let catalog = Catalog::load(request.catalog.as_deref(), &plugins)?;
+    share_one_heap();
     let (workers, worker_note) = workers_for(request, &inputs);
-    let mut results = triage_ranks(request, &inputs, workers, &plugins, &rules);
+    let mut results = triage_ranks(request, &inputs, workers, &plugins, &catalog);
     let mut notes = vec![worker_note];
     // The reference rank (the first that could be read) gives the report, so it needs
     // the whole triage; only when the first rank failed is one run again in full.
     if let Some(i) = results.iter().position(|r| matches!(r, Some(Ok(_)))) {
         if i > 0 {
-            let full = triage_rank(request, &inputs[i], Depth::Report, &plugins, &rules);
+            let full = triage_rank(request, &inputs[i], Depth::Report, &plugins, &catalog);
             notes.push(format!(
                 "all ranks: rank {} read a second time for the full report (rank {} could not be triaged)",
                 ranks[i], ranks[0]
@@ -94,6 +97,11 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
             .unwrap_or_else(|| TriageError::input(&request.input, "no rank could be triaged")));
     };
     compare(&mut report, &digests, &mut notes);
+    // Freeing the digests (every collective's stretch and its kernel names) took the
+    // main thread 5-10 ms at the end, with the other core idle (4 ranks of 250 MB); a
+    // thread of its own frees them while the report is rendered, and a process that
+    // exits first frees them all the same.
+    std::thread::spawn(move || drop(digests));
     report.mode = "all-ranks".to_string();
     report.notes.retain(|n| !n.ends_with(OTHER_RANKS_HINT));
     for other in reports {
@@ -111,28 +119,36 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
 /// read ends: with one worker per read, the next read waited for the post-read, and the
 /// reads came in waves with the cores half idle between them (4 ranks of 250 MB: 2.94x
 /// one rank's wall before, 2.72x after). At most `in_flight` ranks' traces are held at
-/// once.
+/// once. Reads start in rank order, so the reference rank (the longest post-read, the
+/// full tables) is always among the first reads: when a later rank's worker reached
+/// the gate first, the reference was read last and its tables ran at the end with a
+/// core idle (4 ranks of 250 MB: 0.1 s of the wall in such runs).
 fn triage_ranks(
     request: &TriageRequest,
     ranks: &[RankInput],
-    (reads, in_flight): (usize, usize),
+    Workers {
+        reads,
+        in_flight,
+        cores_filled,
+    }: Workers,
     plugins: &PluginSet,
-    rules: &CollectiveRules,
+    catalog: &Catalog,
 ) -> Vec<RankSlot> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<RankSlot>> = Mutex::new((0..ranks.len()).map(|_| None).collect());
-    let gate = Arc::new(ReadGate::new(reads));
+    let gate = Arc::new(ReadGate::new(reads, cores_filled, ranks.len()));
     std::thread::scope(|scope| {
         for _ in 0..in_flight {
-            let gate = Arc::clone(&gate);
             scope.spawn(|| {
-                // The read sits deep in `triage::run_observed`; the gate reaches it here.
-                READ_GATE.with(|g| *g.borrow_mut() = Some(gate));
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(rank) = ranks.get(i) else { break };
+                    // The read sits deep in `triage::run_observed`; the gate and the
+                    // rank's turn reach it here.
+                    let turn = Turn::take(&gate, i);
                     let depth = if i == 0 { Depth::Report } else { Depth::Digest };
-                    let result = triage_rank(request, rank, depth, plugins, rules);
+                    let result = triage_rank(request, rank, depth, plugins, catalog);
+                    drop(turn);
                     if let Ok(mut slots) = results.lock() {
                         slots[i] = Some(result);
                     }
@@ -143,24 +159,84 @@ fn triage_ranks(
     results.into_inner().unwrap_or_default()
 }
 
-/// The reads of an all-ranks run that may go on at once, shared by its workers.
+/// The reads of an all-ranks run that may go on at once, shared by its workers, and
+/// whose turn it is: reads start in rank order.
 struct ReadGate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+    /// Whether the reads at once fill the cores ([`Workers::cores_filled`]).
+    cores_filled: bool,
+}
+
+struct GateState {
     /// Reads free to start.
-    free: Mutex<usize>,
-    freed: Condvar,
+    free: usize,
+    /// By rank index: whether its turn has passed (its read started, or its triage
+    /// ended without one: an input that failed before its read).
+    passed: Vec<bool>,
+    /// The first rank whose turn has not passed: the next read to start.
+    next: usize,
+}
+
+impl GateState {
+    fn pass(&mut self, rank: usize) {
+        if let Some(p) = self.passed.get_mut(rank) {
+            *p = true;
+        }
+        while self.passed.get(self.next).copied().unwrap_or(false) {
+            self.next += 1;
+        }
+    }
 }
 
 thread_local! {
-    /// The gate of the all-ranks run this thread works for (none outside one).
-    static READ_GATE: RefCell<Option<Arc<ReadGate>>> = const { RefCell::new(None) };
+    /// The gate of the all-ranks run this thread works for and the index of the rank it
+    /// triages (none outside one).
+    static READ_GATE: RefCell<Option<(Arc<ReadGate>, usize)>> = const { RefCell::new(None) };
 }
 
 impl ReadGate {
-    fn new(reads: usize) -> ReadGate {
+    fn new(reads: usize, cores_filled: bool, ranks: usize) -> ReadGate {
         ReadGate {
-            free: Mutex::new(reads.max(1)),
-            freed: Condvar::new(),
+            state: Mutex::new(GateState {
+                free: reads.max(1),
+                passed: vec![false; ranks],
+                next: 0,
+            }),
+            changed: Condvar::new(),
+            cores_filled,
         }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, GateState> {
+        // No section under this lock can panic; should one have, the state is still right.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A worker's rank while it is triaged: the thread's reads go through the gate in that
+/// rank's turn. Dropped (also by a panic), the turn passes, so that a rank that ended
+/// before its read never holds up the next.
+struct Turn {
+    gate: Arc<ReadGate>,
+    rank: usize,
+}
+
+impl Turn {
+    fn take(gate: &Arc<ReadGate>, rank: usize) -> Turn {
+        READ_GATE.with(|g| *g.borrow_mut() = Some((Arc::clone(gate), rank)));
+        Turn {
+            gate: Arc::clone(gate),
+            rank,
+        }
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        READ_GATE.with(|g| *g.borrow_mut() = None);
+        self.gate.state().pass(self.rank);
+        self.gate.changed.notify_all();
     }
 }
 
@@ -169,24 +245,37 @@ pub(crate) struct Reading {
     gate: Arc<ReadGate>,
 }
 
+impl Reading {
+    /// Whether the other reads going on with this one keep every core busy already: a
+    /// scan-ahead thread (`trace::read::read_trace_beside_others`) would then add only
+    /// its hand-off (4 ranks of 250 MB on 2 cores: 4% more CPU with one for the
+    /// reference rank's read, and no sooner done).
+    pub(crate) fn beside_others(&self) -> bool {
+        self.gate.cores_filled
+    }
+}
+
 impl Drop for Reading {
     fn drop(&mut self) {
-        // No section under this lock can panic; should one have, the count is still right.
-        *self.gate.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.gate.freed.notify_one();
+        self.gate.state().free += 1;
+        self.gate.changed.notify_all();
     }
 }
 
 /// On an all-ranks worker, waits until its read may start (`triage::read_all` calls this
-/// before reading) and holds that place until dropped; elsewhere `None` at once.
+/// before reading): a read free, and every lower rank's read started (or its triage
+/// over); holds that place until dropped. Elsewhere `None` at once.
 pub(crate) fn start_reading() -> Option<Reading> {
-    let gate = READ_GATE.with(|g| g.borrow().clone())?;
-    let mut free = gate.free.lock().unwrap_or_else(|e| e.into_inner());
-    while *free == 0 {
-        free = gate.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+    let (gate, rank) = READ_GATE.with(|g| g.borrow().clone())?;
+    let mut state = gate.state();
+    // A rank whose turn has passed (a second read of its own) waits for a free read only.
+    while state.free == 0 || !(state.next == rank || state.passed.get(rank) == Some(&true)) {
+        state = gate.changed.wait(state).unwrap_or_else(|e| e.into_inner());
     }
-    *free -= 1;
-    drop(free);
+    state.free -= 1;
+    state.pass(rank);
+    drop(state);
+    gate.changed.notify_all();
     Some(Reading { gate })
 }
 
@@ -196,7 +285,7 @@ fn triage_rank(
     input: &RankInput,
     depth: Depth,
     plugins: &PluginSet,
-    rules: &CollectiveRules,
+    catalog: &Catalog,
 ) -> Result<(Report, RankDigest)> {
     let rank = input.rank;
     let one = TriageRequest {
@@ -214,39 +303,39 @@ fn triage_rank(
         ..request.clone()
     };
     let mut digest = None;
-    let report = run_observed(&one, Some(plugins), depth, &mut |observed| {
-        digest = Some(digest::digest(observed, rules, rank));
+    let report = run_observed(&one, Some(plugins), Some(catalog), depth, &mut |observed| {
+        digest = Some(digest::digest(observed, &catalog.collectives, rank));
     });
-    // The rank's traces are dropped by now; hand their pages back before the next rank
-    // is read, so the peak is the ranks in flight, not every rank's heap left behind.
-    release_freed_memory();
+    // The rank's traces are dropped by now; their pages stay in the heap for the next
+    // rank (`share_one_heap`).
     let digest = digest.ok_or_else(|| TriageError::input(&request.input, "rank not digested"))?;
     Ok((report?, digest))
 }
 
-/// Large allocations (a rank's record vectors) stay mapped on their own, so freeing
-/// one returns it to the system at once. glibc otherwise raises its mmap threshold each
-/// time such a block is freed (up to 32 MiB): after the first ranks, the next ranks'
-/// vectors grow inside the heap, where every regrowth leaves its old copy behind, and
-/// four 250 MB ranks peaked at 255 MB instead of 131 MB (`scripts/bench.sh --ranks 4`).
-fn keep_large_allocations_mapped() {
+/// Every thread of the run allocates from one heap that keeps what is freed: a rank's
+/// pages, once freed, hold the next rank's records instead of going back to the system.
+/// Before, blocks past 128 KiB were mapped on their own and each rank's heap handed
+/// back (`malloc_trim`) as soon as it was dropped, to keep the peak down; but each new
+/// rank, read on fresh threads (arenas of their own), then faulted in and zeroed all of
+/// its pages again (4 ranks of 250 MB: 70,000 page faults, 0.28 s of system time). With
+/// one arena, blocks up to 4 MiB in the heap and its top kept: 34,000 faults and 0.14 s,
+/// for about the same peak (91-96 MB). A 32 MiB threshold saved 8,000 faults more but
+/// peaked at 113 MB and gained no CPU: a vector that grows inside the heap is copied
+/// at each doubling, one mapped on its own is moved by remapping. Blocks past 4 MiB
+/// (the larger record tables) are still mapped on their own and handed back when freed.
+///
+/// One arena: glibc fixes its arena limit only once eight arenas exist, and the run has
+/// made none yet (the main thread has the main one), so every worker and reader thread
+/// shares the main arena; its lock costs little here (the threads allocate in large
+/// blocks or from their thread caches).
+fn share_one_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator parameter; setting M_MMAP_THRESHOLD to its
-    // default fixes it there (and turns off its adjustment), affecting no live block.
+    // SAFETY: mallopt only sets allocator parameters; the new values apply to later
+    // allocations and affect no live block.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-    }
-}
-
-/// Returns the allocator's free pages to the system. glibc keeps a freed rank's heap
-/// (in the arena of the thread that read it) mapped; the next rank, read on another
-/// thread, would then add its own on top.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointer
-    // and is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
     }
 }
 
@@ -330,6 +419,15 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
     }
 }
 
+/// How many ranks are read at once and how many are in flight ([`workers_for`]).
+struct Workers {
+    reads: usize,
+    in_flight: usize,
+    /// Whether that many reads at once keep every core busy (not held back by the
+    /// memory or the number of ranks).
+    cores_filled: bool,
+}
+
 /// How many ranks are read at once (the workers the note counts) and how many are in
 /// flight, chosen for throughput: enough reads that their threads keep every core busy,
 /// and no more (a further read costs memory and gains nothing); up to twice as many
@@ -340,7 +438,7 @@ fn compare(report: &mut Report, digests: &[RankDigest], notes: &mut Vec<String>)
 /// in flight, than the memory available would hold ranks' records (estimated at half the
 /// decompressed JSON, ten times a gzip file's size); never fewer than one. And the note
 /// that says so (its workers are the reads at once).
-fn workers_for(request: &TriageRequest, inputs: &[RankInput]) -> ((usize, usize), String) {
+fn workers_for(request: &TriageRequest, inputs: &[RankInput]) -> (Workers, String) {
     let ranks = inputs.len();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let paths: Vec<std::path::PathBuf> = match request.rank_inputs.is_empty() {
@@ -370,7 +468,11 @@ fn workers_for(request: &TriageRequest, inputs: &[RankInput]) -> ((usize, usize)
         ""
     };
     (
-        (workers, in_flight),
+        Workers {
+            reads: workers,
+            in_flight,
+            cores_filled: workers >= by_cores,
+        },
         format!(
             "all ranks: {ranks} ranks triaged by {workers} workers ({cores} cores; {kind}, so {by_cores} ranks at once fill them{limit})"
         ),
@@ -427,33 +529,94 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_read_gate_lets_as_many_reads_go_on_at_once_as_it_was_given() {
-        let gate = Arc::new(ReadGate::new(2));
+    fn a_read_gate_lets_as_many_reads_go_on_at_once_as_it_was_given_in_rank_order() {
+        const RANKS: usize = 120;
+        let gate = Arc::new(ReadGate::new(2, true, RANKS));
         let (reading, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let done = AtomicUsize::new(0);
+        let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let started = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             for _ in 0..6 {
-                let gate = Arc::clone(&gate);
-                scope.spawn(|| {
-                    READ_GATE.with(|g| *g.borrow_mut() = Some(gate));
-                    for _ in 0..20 {
+                scope.spawn(|| loop {
+                    let rank = next.fetch_add(1, Ordering::SeqCst);
+                    if rank >= RANKS {
+                        break;
+                    }
+                    let turn = Turn::take(&gate, rank);
+                    // Every seventh rank ends before its read (an input that failed).
+                    if rank % 7 != 3 {
                         let held = start_reading().expect("a worker thread has a gate");
+                        // Every lower rank's turn had passed when this read started.
+                        let earlier_passed = gate.state().passed[..rank].iter().all(|&p| p);
+                        started.lock().unwrap().push((rank, earlier_passed));
                         let now = reading.fetch_add(1, Ordering::SeqCst) + 1;
                         most.fetch_max(now, Ordering::SeqCst);
-                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        std::thread::sleep(std::time::Duration::from_micros(
+                            200 + 50 * (rank % 5) as u64,
+                        ));
                         reading.fetch_sub(1, Ordering::SeqCst);
                         drop(held);
                         done.fetch_add(1, Ordering::SeqCst);
                     }
+                    drop(turn);
                 });
             }
         });
-        // Six workers wanted to read at once; two did, and every read got its turn.
+        // Six workers wanted to read at once; two did, every read got its turn, and the
+        // reads started in rank order, past the ranks that never read.
         assert_eq!(most.load(Ordering::SeqCst), 2);
-        assert_eq!(done.load(Ordering::SeqCst), 120);
-        assert_eq!(*gate.free.lock().unwrap(), 2);
-        // Outside an all-ranks worker a read never waits.
+        let expected: Vec<usize> = (0..RANKS).filter(|r| r % 7 != 3).collect();
+        assert_eq!(done.load(Ordering::SeqCst), expected.len());
+        let mut started = started.into_inner().unwrap();
+        assert!(started.iter().all(|&(_, in_order)| in_order), "{started:?}");
+        started.sort_unstable();
+        let ranks: Vec<usize> = started.iter().map(|&(rank, _)| rank).collect();
+        assert_eq!(ranks, expected);
+        let state = gate.state();
+        assert_eq!((state.free, state.next), (2, RANKS));
+        drop(state);
+        // Outside an all-ranks worker (and after a turn) a read never waits.
         assert!(start_reading().is_none());
+    }
+
+    #[test]
+    fn a_rank_whose_turn_passed_reads_again_when_a_read_is_free() {
+        let gate = Arc::new(ReadGate::new(1, true, 3));
+        let turn = Turn::take(&gate, 1);
+        let mut state = gate.state();
+        state.pass(0);
+        drop(state);
+        let first = start_reading().unwrap();
+        drop(first);
+        // Its second read (rank 2 has not started) does not wait for rank 2's turn.
+        let again = start_reading().unwrap();
+        assert_eq!(gate.state().free, 0);
+        drop(again);
+        drop(turn);
+        let state = gate.state();
+        assert_eq!((state.free, state.next), (1, 2));
+    }
+
+    #[test]
+    fn a_read_beside_others_reads_what_a_read_with_scan_ahead_reads() {
+        use crate::trace::read::{read_trace_beside_others, read_trace_scoped, ReadScope};
+        // A real trace (gzip, so the inflate thread runs too), in both scopes.
+        let path = crate::testutil::shared_trace_path("AMD-AGI__TraceLens__eager_trace.json.gz");
+        for scope in [ReadScope::Full, ReadScope::Digest] {
+            let ahead = read_trace_scoped(&path, &mut |_| {}, scope).unwrap();
+            let beside = read_trace_beside_others(&path, &mut |_| {}, scope).unwrap();
+            assert!(ahead.event_count > 10_000, "{}", ahead.event_count);
+            assert_eq!(beside, ahead, "{scope:?}");
+        }
+    }
+
+    #[test]
+    fn a_gate_says_whether_its_reads_fill_the_cores() {
+        let reading = |cores_filled| Reading {
+            gate: Arc::new(ReadGate::new(2, cores_filled, 4)),
+        };
+        assert!(reading(true).beside_others());
+        assert!(!reading(false).beside_others());
     }
 
     #[test]

@@ -20,6 +20,8 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
+
 use super::digest::{Collective, StageDigest};
 use crate::trace::event::Ns;
 
@@ -121,33 +123,59 @@ fn by_numbers(reference: &StageDigest, own: &StageDigest) -> Option<i64> {
     shift
 }
 
-/// Per step, its collectives counted by (family, stream ordinal).
-type Signature<'a> = BTreeMap<(&'a str, usize), usize>;
+/// Per step, its collectives counted by (family, stream ordinal), the family by its
+/// index in a [`Families`] shared by both ranks.
+type Signature = BTreeMap<(u32, usize), usize>;
 
-fn signatures(d: &StageDigest) -> Vec<Signature<'_>> {
-    let mut out: Vec<Signature<'_>> = vec![Signature::new(); d.timeline.steps.len()];
+/// The family names of the two ranks compared, each once, by index: the shifts tried
+/// compare and look up every collective's key some 17 times, and with the names as
+/// strings that string comparing was most of the main thread's 20 ms at the end of a
+/// 4-rank run (the other core idle). Only equality of families is asked, so the
+/// indexes decide as the names did.
+#[derive(Default)]
+struct Families<'a>(FxHashMap<&'a str, u32>);
+
+impl<'a> Families<'a> {
+    fn id(&mut self, family: &'a str) -> u32 {
+        let next = self.0.len() as u32;
+        *self.0.entry(family).or_insert(next)
+    }
+}
+
+fn signatures<'a>(d: &'a StageDigest, families: &mut Families<'a>) -> Vec<Signature> {
+    let mut out: Vec<Signature> = vec![Signature::new(); d.timeline.steps.len()];
     for c in &d.collectives {
+        let family = families.id(&c.key.family);
         if let Some(sig) = out.get_mut(c.key.step) {
-            *sig.entry((c.key.family.as_str(), c.key.stream_ordinal))
-                .or_default() += 1;
+            *sig.entry((family, c.key.stream_ordinal)).or_default() += 1;
         }
     }
     out
 }
 
-/// The shift of [`step_shift`] from the collectives, `None` without collectives to go by.
+/// A collective's key with its family's index: (step, family, stream ordinal, ordinal).
+type IdKey = (usize, u32, usize, usize);
+
+fn id_key<'a>(c: &'a Collective, families: &mut Families<'a>) -> IdKey {
+    let k = &c.key;
+    (k.step, families.id(&k.family), k.stream_ordinal, k.ordinal)
+}
+
 fn by_collectives(reference: &StageDigest, own: &StageDigest) -> Option<i64> {
-    let (theirs, mine) = (signatures(reference), signatures(own));
-    let their_ends: BTreeMap<(usize, &str, usize, usize), Ns> = reference
+    let mut families = Families::default();
+    let (theirs, mine) = (
+        signatures(reference, &mut families),
+        signatures(own, &mut families),
+    );
+    let their_ends: FxHashMap<IdKey, Ns> = reference
         .collectives
         .iter()
-        .map(|c: &Collective| {
-            let k = &c.key;
-            (
-                (k.step, k.family.as_str(), k.stream_ordinal, k.ordinal),
-                c.end,
-            )
-        })
+        .map(|c| (id_key(c, &mut families), c.end))
+        .collect();
+    let my_ends: Vec<(IdKey, Ns)> = own
+        .collectives
+        .iter()
+        .map(|c| (id_key(c, &mut families), c.end))
         .collect();
     // (spread of the end differences, |shift|, shift) of every shift whose overlapping
     // steps all run the same collectives; the least spread wins, then the smaller shift.
@@ -163,15 +191,12 @@ fn by_collectives(reference: &StageDigest, own: &StageDigest) -> Option<i64> {
         if pairs.is_empty() || pairs.iter().any(|&(i, j)| mine[i] != theirs[j]) {
             continue;
         }
-        let mut diffs: Vec<Ns> = own
-            .collectives
+        let mut diffs: Vec<Ns> = my_ends
             .iter()
-            .filter_map(|c| {
-                let k = &c.key;
-                let j = usize::try_from(k.step as i64 + shift).ok()?;
-                let theirs =
-                    their_ends.get(&(j, k.family.as_str(), k.stream_ordinal, k.ordinal))?;
-                Some(c.end - theirs)
+            .filter_map(|&((step, family, stream, ordinal), end)| {
+                let j = usize::try_from(step as i64 + shift).ok()?;
+                let theirs = their_ends.get(&(j, family, stream, ordinal))?;
+                Some(end - theirs)
             })
             .collect();
         if diffs.is_empty() {

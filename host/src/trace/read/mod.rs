@@ -99,6 +99,21 @@ pub fn read_trace_scoped(
     read_in_scope(path, progress, CHUNK, parser, scope).0
 }
 
+/// [`read_trace_scoped`] for a read beside others that keep every core busy already
+/// (`--all-ranks`, `ranks::Reading::beside_others`): no scan-ahead thread, which would
+/// add only its hand-off there. What is read is the same (`ahead.rs`).
+pub fn read_trace_beside_others(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    scope: ReadScope,
+) -> Result<Trace, TriageError> {
+    let parser = match std::env::var_os("LLM_TRIAGE_READER") {
+        Some(v) if v == "reference" => EventParser::Reference,
+        _ => EventParser::Fast,
+    };
+    read_scanning(path, progress, CHUNK, parser, scope, false).0
+}
+
 /// [`read_trace`] with serde parsing every event: the straightforward path, slower,
 /// which the fast scanner must always agree with.
 pub fn read_trace_reference(
@@ -177,13 +192,27 @@ fn read_in_scope(
     parser: EventParser,
     scope: ReadScope,
 ) -> (Result<Trace, TriageError>, ReadCounts) {
+    read_scanning(path, progress, chunk, parser, scope, true)
+}
+
+/// [`read_in_scope`], with a scan-ahead thread only if `ahead_wanted` (and the scope
+/// has one).
+fn read_scanning(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    chunk: usize,
+    parser: EventParser,
+    scope: ReadScope,
+    ahead_wanted: bool,
+) -> (Result<Trace, TriageError>, ReadCounts) {
     let source = match open_source(path) {
         Ok(source) => source,
         Err(e) => return (Err(e), ReadCounts::default()),
     };
     // A digest read runs beside other ranks' reads (`ranks`), which keep the cores busy
     // already: a scan-ahead thread would add only its hand-off.
-    let scan_ahead = (parser == EventParser::Fast && scope == ReadScope::Full).then_some(scope);
+    let scan_ahead =
+        (ahead_wanted && parser == EventParser::Fast && scope == ReadScope::Full).then_some(scope);
     let mut stream = ByteStream::new(source, progress, chunk, scan_ahead);
     let mut sink = TraceSink::new(path, parser, scope);
     let outcome = read_document(&mut stream, &mut sink);
