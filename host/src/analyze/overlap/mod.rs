@@ -342,12 +342,20 @@ fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage 
     let mut stream_of: HashMap<(Sym, StreamKey), u32> = HashMap::default();
     let mut stream_labels: Vec<String> = Vec::new();
     let mut sweep_ops: Vec<SweepOp> = Vec::with_capacity(formal.ops.len());
-    let mut location_cache: HashMap<u32, Option<String>> = HashMap::default();
+    // Per op only numbers are hashed: a stack's location is named once, as an index
+    // into `locations`, and each row sums its time per location index; the names and the
+    // raw names (each raw name joins its row when first seen, and a trace's interner
+    // gives one name one Sym) are Strings once per distinct value, not once per op.
+    let mut location_cache: HashMap<u32, Option<u32>> = HashMap::default();
+    let mut location_of_name: HashMap<String, u32> = HashMap::default();
+    let mut locations: Vec<String> = Vec::new();
+    let mut site_times: Vec<HashMap<u32, Ns>> = Vec::new();
     for &i in &formal.ops {
         let op = trace.gpu_ops.at(i as usize);
         let row = *row_of_name.entry(op.name).or_insert_with(|| {
-            let canonical = canonical_name(trace.name(op.name));
-            *row_of_canonical
+            let raw = trace.name(op.name);
+            let canonical = canonical_name(raw);
+            let row = *row_of_canonical
                 .entry(canonical.clone())
                 .or_insert_with(|| {
                     let family = inputs.families.family_of(&canonical).to_string();
@@ -357,8 +365,11 @@ fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage 
                         name: canonical,
                         ..RowTotals::default()
                     });
+                    site_times.push(HashMap::default());
                     rows.len() as u32 - 1
-                })
+                });
+            rows[row as usize].raw_names.push(raw.to_string());
+            row
         });
         let key = (op.pid, stream_key(&op));
         let stream = *stream_of.entry(key).or_insert_with(|| {
@@ -366,25 +377,25 @@ fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage 
             stream_labels.len() as u32 - 1
         });
         let totals = &mut rows[row as usize];
-        let raw = trace.name(op.name);
-        if !totals.raw_names.iter().any(|r| r == raw) {
-            totals.raw_names.push(raw.to_string());
-        }
         let site = staged.linked.sites.get(i as usize);
         if site.is_some_and(|s| s.graph_replay) {
             totals.graph_replays += 1;
         } else if let Some(id) = site.and_then(|s| s.stack) {
-            let location = location_cache.entry(id).or_insert_with(|| {
+            let location = *location_cache.entry(id).or_insert_with(|| {
                 let frames: Vec<&str> = staged
                     .linked
                     .stack(id)
                     .iter()
                     .map(|&s| trace.name(s))
                     .collect();
-                inputs.formal_locator.location(&frames)
+                let name = inputs.formal_locator.location(&frames)?;
+                Some(*location_of_name.entry(name).or_insert_with_key(|name| {
+                    locations.push(name.clone());
+                    locations.len() as u32 - 1
+                }))
             });
             if let Some(location) = location {
-                *totals.formal_sites.entry(location.clone()).or_default() += op.dur;
+                *site_times[row as usize].entry(location).or_default() += op.dur;
             }
         }
         sweep_ops.push(SweepOp {
@@ -394,6 +405,12 @@ fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage 
             row,
             category: totals.category(),
         });
+    }
+    for (totals, times) in rows.iter_mut().zip(site_times) {
+        totals.formal_sites = times
+            .into_iter()
+            .map(|(location, ns)| (locations[location as usize].clone(), ns))
+            .collect();
     }
     let measured = sweep(&sweep_ops);
     add_exposure(&mut rows, &sweep_ops, &measured);

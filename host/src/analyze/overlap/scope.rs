@@ -120,6 +120,10 @@ impl ScopeMap {
             graph_replays: 0,
             ops: 0,
         };
+        // Per op only numbers are hashed ((name, stack) -> time, (name, launching op) ->
+        // count); the Strings they stand for are joined once per distinct key after.
+        let mut times: HashMap<(Sym, u32), Ns> = HashMap::default();
+        let mut launches: HashMap<(Sym, Sym), u64> = HashMap::default();
         for &i in &stage.ops {
             let op = trace.gpu_ops.at(i as usize);
             map.ops += 1;
@@ -144,18 +148,33 @@ impl ScopeMap {
                     .collect();
                 locator.location(&frames)
             });
-            let Some(location) = location else { continue };
-            let canonical = canonical_of
-                .entry(op.name)
-                .or_insert_with(|| canonical_name(trace.name(op.name)));
-            let totals = by_name.entry(canonical.clone()).or_default();
-            *totals.locations.entry(location.clone()).or_default() += op.dur;
-            if let Some(cpu_op) = site.cpu_op {
-                *totals
-                    .launch_ops
-                    .entry(trace.name(cpu_op).to_string())
-                    .or_default() += 1;
+            if location.is_none() {
+                continue;
             }
+            *times.entry((op.name, stack)).or_default() += op.dur;
+            if let Some(cpu_op) = site.cpu_op {
+                *launches.entry((op.name, cpu_op)).or_default() += 1;
+            }
+        }
+        let mut canonical = |name: Sym| {
+            canonical_of
+                .entry(name)
+                .or_insert_with(|| canonical_name(trace.name(name)))
+                .clone()
+        };
+        for ((name, stack), ns) in times {
+            let totals = by_name.entry(canonical(name)).or_default();
+            let location = location_of[&stack]
+                .as_ref()
+                .expect("timed stacks have a location");
+            *totals.locations.entry(location.clone()).or_default() += ns;
+        }
+        for ((name, cpu_op), n) in launches {
+            let totals = by_name.entry(canonical(name)).or_default();
+            *totals
+                .launch_ops
+                .entry(trace.name(cpu_op).to_string())
+                .or_default() += n;
         }
         let mut by_base: HashMap<String, SiteTotals> = HashMap::default();
         let mut by_family_location: HashMap<(String, String), SiteTotals> = HashMap::default();
