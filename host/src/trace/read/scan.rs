@@ -719,7 +719,7 @@ fn flat_object_end(bytes: &[u8], i: usize) -> Option<usize> {
 fn flat_object_end_bytes(bytes: &[u8], i: usize, mut quotes: u32) -> Option<usize> {
     for (k, &b) in bytes.get(i..)?.iter().enumerate() {
         match b {
-            b'}' => return (quotes % 2 == 0).then_some(i + k + 1),
+            b'}' => return quotes.is_multiple_of(2).then_some(i + k + 1),
             b'"' => quotes += 1,
             b'{' | b'[' | b']' | b'\\' | 0..=0x1f => return None,
             _ => {}
@@ -925,7 +925,7 @@ mod sse2 {
                 }
                 *quotes += (quote & before).count_ones();
                 let end = i + close.trailing_zeros() as usize + 1;
-                return Ok((*quotes % 2 == 0).then_some(end));
+                return Ok(quotes.is_multiple_of(2).then_some(end));
             }
             if bad != 0 {
                 return Ok(None);
