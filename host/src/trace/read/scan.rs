@@ -349,7 +349,15 @@ impl<'a> Cursor<'a> {
     /// full read.
     fn unread_args(&mut self) -> Step<Option<RawArgs<'a>>> {
         let start = self.pos;
-        self.skip_unchecked()?;
+        // A Python frame's `{"Python parent id": …, "Python id": …, "Ev Idx": …}` (most
+        // of a digest's events): one pass to its `}`, else the walk by brackets.
+        let flat = (self.skip_ws()? == b'{')
+            .then(|| flat_object_end(self.bytes, self.pos))
+            .flatten();
+        match flat {
+            Some(end) => self.pos = end,
+            None => self.skip_unchecked()?,
+        }
         if self.pos - start > MAX_VALUE_BYTES {
             self.pos = start;
             return self.opt(Self::args);
@@ -690,6 +698,36 @@ fn args_unread(ph: &Option<Option<Text>>, cat: &Option<Option<Text>>) -> bool {
     }
 }
 
+/// The index just past the `}` closing the object whose `{` is at `i`, when the object
+/// is flat and plain: no `{`, `[`, `]`, `\` or control byte before its first `}`, and an
+/// even number of quotes before it, so that `}` is outside every string (without
+/// escapes, each quote opens or closes one). There [`Cursor::skip_unchecked`] ends too;
+/// `None` for anything else, and where the text ends first, for it to decide.
+fn flat_object_end(bytes: &[u8], i: usize) -> Option<usize> {
+    let mut quotes = 0u32;
+    #[cfg(target_arch = "x86_64")]
+    let start = match sse2::flat_object_end(bytes, i + 1, &mut quotes) {
+        Ok(found) => return found,
+        Err(tail) => tail,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let start = i + 1;
+    flat_object_end_bytes(bytes, start, quotes)
+}
+
+/// [`flat_object_end`] a byte at a time from `i`, `quotes` seen before it.
+fn flat_object_end_bytes(bytes: &[u8], i: usize, mut quotes: u32) -> Option<usize> {
+    for (k, &b) in bytes.get(i..)?.iter().enumerate() {
+        match b {
+            b'}' => return quotes.is_multiple_of(2).then_some(i + k + 1),
+            b'"' => quotes += 1,
+            b'{' | b'[' | b']' | b'\\' | 0..=0x1f => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The index just past the closing quote of the string whose characters start at `i`,
 /// escapes stepped over unchecked but for `\u` (serde's, as a lone surrogate is
 /// repaired and counted).
@@ -855,6 +893,49 @@ mod sse2 {
         })
     }
 
+    /// [`super::flat_object_end`] from `i`, sixteen bytes a step: `Ok` with its answer,
+    /// or `Err` with where fewer than sixteen bytes are left (`quotes` counted so far).
+    #[inline]
+    pub(super) fn flat_object_end(
+        bytes: &[u8],
+        mut i: usize,
+        quotes: &mut u32,
+    ) -> Result<Option<usize>, usize> {
+        while let Some(chunk) = bytes.get(i..i + 16) {
+            // SAFETY: `chunk` is 16 readable bytes, the load unaligned; SSE2 is part of
+            // every x86_64 target.
+            let (close, quote, bad) = unsafe {
+                let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+                let eq = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
+                let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+                let bad = _mm_or_si128(
+                    _mm_or_si128(eq(b'{'), eq(b'[')),
+                    _mm_or_si128(_mm_or_si128(eq(b']'), eq(b'\\')), control),
+                );
+                (
+                    _mm_movemask_epi8(eq(b'}')) as u32,
+                    _mm_movemask_epi8(eq(b'"')) as u32,
+                    _mm_movemask_epi8(bad) as u32,
+                )
+            };
+            if close != 0 {
+                let before = (1u32 << close.trailing_zeros()) - 1;
+                if bad & before != 0 {
+                    return Ok(None);
+                }
+                *quotes += (quote & before).count_ones();
+                let end = i + close.trailing_zeros() as usize + 1;
+                return Ok(quotes.is_multiple_of(2).then_some(end));
+            }
+            if bad != 0 {
+                return Ok(None);
+            }
+            *quotes += quote.count_ones();
+            i += 16;
+        }
+        Err(i)
+    }
+
     #[inline]
     pub(super) fn bracket_or_quote(bytes: &[u8], i: usize) -> Result<usize, usize> {
         first_stop(bytes, i, |v| {
@@ -969,6 +1050,69 @@ mod tests {
             &fillers,
             &stops,
         );
+    }
+
+    /// Where the lean walk by brackets ([`Cursor::skip_unchecked`]) ends the value at the
+    /// start of `text`, or `None` where it declines or needs more.
+    fn walked_end(text: &str) -> Option<usize> {
+        let mut cursor = Cursor {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+            lean: true,
+        };
+        cursor.skip_unchecked().ok().map(|()| cursor.pos)
+    }
+
+    #[test]
+    fn flat_object_end_ends_where_the_walk_by_brackets_ends() {
+        let frame = r#"{"Python parent id": 29941980, "Python id": 29942095, "Ev Idx": 30041807}"#;
+        let mut accepted = 0;
+        let mut texts = vec![frame.to_string()];
+        // Near misses: a `}` or bracket inside a string, a bracket outside one, escapes,
+        // control bytes in and out of strings, nesting, an empty object, odd quotes.
+        for text in [
+            r#"{"a}b": 1, "c": 2}"#,
+            r#"{"a": "x]y", "b": 2}"#,
+            r#"{"a": 1]}"#,
+            r#"{"a": [1, 2], "b": 3}"#,
+            r#"{"a": {"b": 1}}"#,
+            r#"{"a\"b": 1}"#,
+            r#"{"a": "\u00e9"}"#,
+            "{\"a\":\n\t1}",
+            "{\"a\x01\": 1}",
+            r#"{}"#,
+            r#"{"a": "}"}"#,
+            r#"{"a": "b}"#,
+        ] {
+            texts.push(text.to_string());
+        }
+        // Every position of the `}` and of each stop across the 16-byte steps and tail.
+        for pad in 0..40 {
+            let name = "n".repeat(pad);
+            texts.push(format!(r#"{{"{name}": 1, "Ev Idx": 2}}"#));
+            texts.push(format!(r#"{{"{name}": "}}", "b": 2}}"#));
+            texts.push(format!(r#"{{"{name}": 1]}}"#));
+            texts.push(format!("{{\"{name}\": \"a\nb\"}}"));
+            texts.push(format!(r#"{{"{name}\": 1}}"#));
+        }
+        for text in &texts {
+            for cut in 1..=text.len() {
+                let Some(part) = text.get(..cut) else {
+                    continue;
+                };
+                if let Some(end) = flat_object_end(part.as_bytes(), 0) {
+                    accepted += 1;
+                    assert_eq!(walked_end(part), Some(end), "{part:?}");
+                }
+                // The sixteen-byte steps agree with the byte loop.
+                let bytes_only = flat_object_end_bytes(part.as_bytes(), 1, 0);
+                assert_eq!(flat_object_end(part.as_bytes(), 0), bytes_only, "{part:?}");
+            }
+        }
+        // The common layout is taken, not only declined safely.
+        assert_eq!(flat_object_end(frame.as_bytes(), 0), Some(frame.len()));
+        assert!(accepted > 40, "{accepted}");
     }
 
     fn scanned(text: &str) -> Option<usize> {
