@@ -15,12 +15,13 @@ use super::optional::{
     array_sym, compact_json, count, dim3, lone_surrogate_strings, ratio, string_text,
 };
 use super::raw::{Id, Label, RawArgs, RawEvent, RawText, Text};
+use super::scan::Frame;
 use super::stream::{json_fail, Fail};
 use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
 use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
 use super::{EventParser, ReadScope};
 use crate::trace::event::{
-    Annotation, CpuOp, GpuKind, GpuOp, PyFrame, RuntimeCall, Schema, SplitSizes, Sym, Trace,
+    Annotation, CpuOp, GpuKind, GpuOp, Ns, PyFrame, RuntimeCall, Schema, SplitSizes, Sym, Trace,
     FOLDED_GPU_OP_NAME, MAX_GPU_OP_NAMES,
 };
 
@@ -316,16 +317,8 @@ impl TraceSink {
         if class == Class::Other || (class == Class::Runtime && correlation.is_none()) {
             return;
         }
-        let (ts, dur) = (micros_to_ns(ev.ts), micros_to_ns(ev.dur));
-        let (ts, dur) = match (ts, dur) {
-            // An end past i64 is as unusable as a negative time.
-            (Some(ts), Some(dur)) if ts >= 0 && dur >= 0 && ts.checked_add(dur).is_some() => {
-                (ts, dur)
-            }
-            _ => {
-                self.trace.skipped.bad_time += 1;
-                return;
-            }
+        let Some((ts, dur)) = self.span(ev.ts, ev.dur) else {
+            return;
         };
         if dur == 0 && matches!(class, Class::Gpu(_)) {
             self.trace.skipped.zero_duration += 1;
@@ -451,6 +444,38 @@ impl TraceSink {
             }),
             Class::Other => {}
         }
+    }
+
+    /// A kept event's `ts` and `dur` in ns; `None`, counted, where either is unusable.
+    fn span(&mut self, ts: Option<RawText>, dur: Option<RawText>) -> Option<(Ns, Ns)> {
+        match (micros_to_ns(ts), micros_to_ns(dur)) {
+            // An end past i64 is as unusable as a negative time.
+            (Some(ts), Some(dur)) if ts >= 0 && dur >= 0 && ts.checked_add(dur).is_some() => {
+                Some((ts, dur))
+            }
+            _ => {
+                self.trace.skipped.bad_time += 1;
+                None
+            }
+        }
+    }
+
+    /// A Python frame the lean scanner read whole (`scan::scan_frame`): what
+    /// [`TraceSink::add_event`] makes of the same event, interning in the same order.
+    pub(super) fn add_frame(&mut self, frame: &Frame) {
+        let Some((ts, dur)) = self.span(Some(frame.ts), Some(frame.dur)) else {
+            return;
+        };
+        let name = self.trace.strings.intern(frame.name);
+        let pid = self.label(Some(&frame.pid));
+        let tid = self.label(Some(&frame.tid));
+        self.trace.py_frames.push(PyFrame {
+            name,
+            ts,
+            dur,
+            pid,
+            tid,
+        });
     }
 
     /// An optional `args` fact's text, unless it is past [`MAX_VALUE_BYTES`]: then it is

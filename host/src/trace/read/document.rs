@@ -7,9 +7,9 @@
 use super::build::{TraceSink, MAX_META_BYTES, MAX_VALUE_BYTES};
 use super::large::read_large_event;
 use super::raw::RawEvent;
-use super::scan::{self, Scan};
+use super::scan::{self, FrameScan, Scan};
 use super::stream::{json_fail, ByteStream, Fail, CHUNK};
-use super::EventParser;
+use super::{EventParser, ReadScope};
 
 /// An event larger than this is not retried on the in-place fast path (see
 /// `parse_event_in_place`).
@@ -262,13 +262,28 @@ fn scan_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<
         let Some(text) = stream.unread_text() else {
             return Ok(false);
         };
-        let scanned = match &scan::scan_event(text, sink.scope) {
-            Scan::Event(event, len) => {
-                sink.add_event(event);
-                Ok(*len)
-            }
-            Scan::Unusual => return Ok(false),
-            Scan::NeedMore => Err(()),
+        // A lean read's Python frames (most events) first, by their own shorter path.
+        let frame = match sink.scope {
+            ReadScope::Digest => match &scan::scan_frame(text) {
+                FrameScan::Frame(frame, len) => {
+                    sink.add_frame(frame);
+                    Some(Ok(*len))
+                }
+                FrameScan::NeedMore => Some(Err(())),
+                FrameScan::Other => None,
+            },
+            ReadScope::Full => None,
+        };
+        let scanned = match frame {
+            Some(scanned) => scanned,
+            None => match &scan::scan_event(text, sink.scope) {
+                Scan::Event(event, len) => {
+                    sink.add_event(event);
+                    Ok(*len)
+                }
+                Scan::Unusual => return Ok(false),
+                Scan::NeedMore => Err(()),
+            },
         };
         match scanned {
             Ok(len) => {
