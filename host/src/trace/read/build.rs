@@ -460,7 +460,7 @@ impl TraceSink {
         }
     }
 
-    /// A Python frame the lean scanner read whole (`scan::scan_frame`): what
+    /// A Python frame the lean scanner read whole (`scan::scan_lean`): what
     /// [`TraceSink::add_event`] makes of the same event, interning in the same order.
     pub(super) fn add_frame(&mut self, frame: &Frame) {
         let Some((ts, dur)) = self.span(Some(frame.ts), Some(frame.dur)) else {

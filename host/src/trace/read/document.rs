@@ -7,7 +7,7 @@
 use super::build::{TraceSink, MAX_META_BYTES, MAX_VALUE_BYTES};
 use super::large::read_large_event;
 use super::raw::RawEvent;
-use super::scan::{self, FrameScan, Scan};
+use super::scan::{self, LeanScan, Scan};
 use super::stream::{json_fail, ByteStream, Fail, CHUNK};
 use super::{EventParser, ReadScope};
 
@@ -262,19 +262,21 @@ fn scan_event_in_place(stream: &mut ByteStream, sink: &mut TraceSink) -> Result<
         let Some(text) = stream.unread_text() else {
             return Ok(false);
         };
-        // A lean read's Python frames (most events) first, by their own shorter path.
-        let frame = match sink.scope {
-            ReadScope::Digest => match &scan::scan_frame(text) {
-                FrameScan::Frame(frame, len) => {
+        // A lean read's Python frames (most events) and dropped events first, by their
+        // own shorter paths.
+        let lean = match sink.scope {
+            ReadScope::Digest => match &scan::scan_lean(text) {
+                LeanScan::Frame(frame, len) => {
                     sink.add_frame(frame);
                     Some(Ok(*len))
                 }
-                FrameScan::NeedMore => Some(Err(())),
-                FrameScan::Other => None,
+                LeanScan::Dropped(len) => Some(Ok(*len)),
+                LeanScan::NeedMore => Some(Err(())),
+                LeanScan::Other => None,
             },
             ReadScope::Full => None,
         };
-        let scanned = match frame {
+        let scanned = match lean {
             Some(scanned) => scanned,
             None => match &scan::scan_event(text, sink.scope) {
                 Scan::Event(event, len) => {

@@ -111,19 +111,29 @@ pub(super) struct Frame<'a> {
     pub(super) dur: RawText<'a>,
 }
 
-/// What [`scan_frame`] made of the text at the start of an event.
-pub(super) enum FrameScan<'a> {
-    /// The frame and its length in bytes.
+/// What [`scan_lean`] made of the text at the start of an event.
+pub(super) enum LeanScan<'a> {
+    /// A Python frame and its length in bytes.
     Frame(Frame<'a>, usize),
-    /// The text ends inside what reads as a frame so far: refill and scan again.
+    /// An event the trace does not keep (`ph` neither `"X"` nor `"M"`, as `build.rs`
+    /// sorts them), no longer than [`MAX_VALUE_BYTES`], so none of its values is past the
+    /// limit either: its length in bytes.
+    Dropped(usize),
+    /// The text ends inside what reads as one of these so far: refill and scan again.
     NeedMore,
     /// Anything else: [`scan_event`] reads it.
     Other,
 }
 
-/// A lean read's Python frame at the start of `text` (which starts with `{`), when it
-/// has Kineto's shape exactly: `ph` `"X"`, `cat` `"python_function"`, then `name`,
-/// `pid`, `tid`, `ts`, `dur` and a flat `args`, in that order, and nothing else.
+/// The shortcuts of a lean read ([`ReadScope::Digest`]) for the commonest events, at the
+/// start of `text` (which starts with `{`), `ph` first as Kineto writes it:
+///
+/// - a Python frame in Kineto's shape exactly: `ph` `"X"`, `cat` `"python_function"`,
+///   then `name`, `pid`, `tid`, `ts`, `dur` and a flat `args`, in that order, and
+///   nothing else;
+/// - an event the trace drops (flow arrows, instants, counters: `ph` neither `"X"` nor
+///   `"M"`), skipped by its brackets and quotes, unchecked, like every value a lean read
+///   does not read.
 ///
 /// Why: Python frames are most of a trace's events (62% of the benchmark's), and a
 /// digest reads each one's five members and skips its `args`. Read in one straight
@@ -131,20 +141,22 @@ pub(super) enum FrameScan<'a> {
 /// checks and ~500-byte [`RawEvent`] (its unread `args` included) moved through each
 /// step. Every member is read by the same code as there, and anything off the shape
 /// (another member or order, a `null`, a string time, an escape, a value past
-/// [`MAX_VALUE_BYTES`]) is [`FrameScan::Other`]: where this returns a frame,
-/// `scan_event` would have read the same event.
+/// [`MAX_VALUE_BYTES`]) is [`LeanScan::Other`]: where this returns a frame, `scan_event`
+/// would have read the same event, and where it drops one, the sink would have kept
+/// nothing of it and counted nothing but the event.
 #[inline(always)]
-pub(super) fn scan_frame(text: &str) -> FrameScan<'_> {
+pub(super) fn scan_lean(text: &str) -> LeanScan<'_> {
     let mut cursor = Cursor {
         text,
         bytes: text.as_bytes(),
         pos: 0,
         lean: true,
     };
-    match cursor.frame() {
-        Ok(frame) => FrameScan::Frame(frame, cursor.pos),
-        Err(Stop::NeedMore) => FrameScan::NeedMore,
-        Err(Stop::Unusual) => FrameScan::Other,
+    match cursor.lean_event() {
+        Ok(Some(frame)) => LeanScan::Frame(frame, cursor.pos),
+        Ok(None) => LeanScan::Dropped(cursor.pos),
+        Err(Stop::NeedMore) => LeanScan::NeedMore,
+        Err(Stop::Unusual) => LeanScan::Other,
     }
 }
 
@@ -258,13 +270,33 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    /// [`scan_frame`]'s sequence.
+    /// [`scan_lean`]'s shortcuts: a frame, or `None` for an event dropped whole.
     #[inline(always)]
-    fn frame(&mut self) -> Step<Frame<'a>> {
+    fn lean_event(&mut self) -> Step<Option<Frame<'a>>> {
+        self.skip_ws()?;
+        let open = self.pos;
         self.expect(b'{')?;
         self.frame_member(PH)?;
-        self.skip_ws()?;
-        self.literal(b"\"X\"")?;
+        if self.skip_ws()? != b'"' {
+            return Err(Stop::Unusual);
+        }
+        match self.plain_string()? {
+            "X" => self.frame().map(Some),
+            "M" => Err(Stop::Unusual),
+            _ => {
+                self.pos = open;
+                self.skip_unchecked()?;
+                if self.pos - open > MAX_VALUE_BYTES {
+                    return Err(Stop::Unusual);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The rest of a Python frame in [`scan_lean`]'s sequence, after its `ph`.
+    #[inline(always)]
+    fn frame(&mut self) -> Step<Frame<'a>> {
         self.frame_member(CAT)?;
         self.skip_ws()?;
         self.literal(b"\"python_function\"")?;
@@ -1435,7 +1467,7 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_scans_as_the_lean_event_scan_reads_it_or_not_at_all() {
+    fn a_lean_shortcut_reads_a_frame_as_the_event_scan_does_and_drops_only_what_is_dropped() {
         let pretty = "{\n    \"ph\": \"X\",\n    \"cat\": \"python_function\",\n    \"name\": \"torch/nn/modules/module.py(1750): _call_impl\",\n    \"pid\": 6583,\n    \"tid\": 6583,\n    \"ts\": 1365627862817.469,\n    \"dur\": 1.188,\n    \"args\": {\n        \"Python parent id\": 29937669,\n        \"Python id\": 29937670,\n        \"Ev Idx\": 30037382\n    }\n}";
         let compact = r#"{"ph":"X","cat":"python_function","name":"a.py(1): f","pid":"7","tid":-3,"ts":12,"dur":0.5,"args":{"Python id":1}}"#;
         let mut texts = vec![pretty.to_string(), compact.to_string()];
@@ -1474,8 +1506,19 @@ mod tests {
                 let Some(part) = whole.get(..cut) else {
                     continue;
                 };
-                let FrameScan::Frame(frame, len) = scan_frame(part) else {
-                    continue;
+                let (frame, len) = match scan_lean(part) {
+                    LeanScan::Frame(frame, len) => (frame, len),
+                    LeanScan::Dropped(len) => {
+                        // Only the `"ph": "B"` near miss, which the sink drops too.
+                        let Scan::Event(event, event_len) = scan_event(part, ReadScope::Digest)
+                        else {
+                            panic!("dropped, and the event scan declines: {part:?}");
+                        };
+                        assert_eq!(len, event_len);
+                        assert_eq!(event.ph.map(|t| t.0.to_string()).as_deref(), Some("B"));
+                        continue;
+                    }
+                    LeanScan::NeedMore | LeanScan::Other => continue,
                 };
                 if taken.last() != Some(text) {
                     taken.push(text.clone());
@@ -1498,9 +1541,46 @@ mod tests {
         // The canonical layouts, the one without `args`, the one with empty `args`, and
         // the negative time (which the sink counts as bad, as it does any).
         assert_eq!(taken, [0, 1, 2, 3, 16].map(|i| texts[i].clone()));
-        assert!(matches!(scan_frame(pretty), FrameScan::Frame(_, len) if len == pretty.len()));
-        assert!(matches!(scan_frame(&pretty[..200]), FrameScan::NeedMore));
-        assert!(matches!(scan_frame(&texts[4]), FrameScan::Other));
+        assert!(matches!(scan_lean(pretty), LeanScan::Frame(_, len) if len == pretty.len()));
+        assert!(matches!(scan_lean(&pretty[..200]), LeanScan::NeedMore));
+        assert!(matches!(scan_lean(&texts[4]), LeanScan::Other));
+
+        // Dropped: flow arrows as Kineto writes them, an instant with nested args, and
+        // one whose unread values are malformed (a lean read's leniency, as for `args`).
+        let flow = r#"{"ph": "f", "id": 16, "pid": 0, "tid": 7, "ts": 1365627865398.728, "cat": "ac2g", "name": "ac2g", "bp": "e"}"#;
+        let kineto_flow = "{\n    \"ph\": \"s\", \"id\": 47121, \"pid\": 10330, \"tid\": 10330, \"ts\": 2903534560778.376,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }";
+        let instant = r#"{"ph": "i", "name": "x", "args": {"a": [1, {"b": "]}"}], "c": "{"}}"#;
+        let malformed = r#"{"ph": "f", "ts": 01, "pid": [1, 2]}"#;
+        let scanned = |text: &str| match scan_event(text, ReadScope::Digest) {
+            Scan::Event(event, len) => Some((event.ph.map(|t| t.0.to_string()), len)),
+            _ => None,
+        };
+        for text in [flow, kineto_flow, instant] {
+            let followed = format!("{text}, {{");
+            assert!(matches!(scan_lean(&followed), LeanScan::Dropped(len) if len == text.len()));
+            let (ph, len) = scanned(&followed).unwrap();
+            assert_eq!(len, text.len());
+            assert!(!matches!(ph.as_deref(), Some("X" | "M")), "{text}");
+            for cut in 1..text.len() {
+                assert!(
+                    matches!(
+                        scan_lean(&text[..cut]),
+                        LeanScan::NeedMore | LeanScan::Other
+                    ),
+                    "{cut}"
+                );
+            }
+        }
+        assert!(matches!(scan_lean(malformed), LeanScan::Dropped(len) if len == malformed.len()));
+        assert_eq!(scanned(malformed), None);
+        // Not dropped: metadata (kept), a `ph` that is not first, one past the limit.
+        for text in [
+            r#"{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p"}}"#.to_string(),
+            r#"{"name": "x", "ph": "f", "id": 1}"#.to_string(),
+            format!(r#"{{"ph": "f", "name": "{long_name}"}}, "#),
+        ] {
+            assert!(matches!(scan_lean(&text), LeanScan::Other), "{text:.80}");
+        }
     }
 
     fn scanned(text: &str) -> Option<usize> {
