@@ -448,7 +448,12 @@ impl TraceSink {
 
     /// A kept event's `ts` and `dur` in ns; `None`, counted, where either is unusable.
     fn span(&mut self, ts: Option<RawText>, dur: Option<RawText>) -> Option<(Ns, Ns)> {
-        match (micros_to_ns(ts), micros_to_ns(dur)) {
+        self.span_ns(micros_to_ns(ts), micros_to_ns(dur))
+    }
+
+    /// [`TraceSink::span`] of times already in ns.
+    fn span_ns(&mut self, ts: Option<Ns>, dur: Option<Ns>) -> Option<(Ns, Ns)> {
+        match (ts, dur) {
             // An end past i64 is as unusable as a negative time.
             (Some(ts), Some(dur)) if ts >= 0 && dur >= 0 && ts.checked_add(dur).is_some() => {
                 Some((ts, dur))
@@ -463,7 +468,7 @@ impl TraceSink {
     /// A Python frame the lean scanner read whole (`scan::scan_lean`): what
     /// [`TraceSink::add_event`] makes of the same event, interning in the same order.
     pub(super) fn add_frame(&mut self, frame: &Frame) {
-        let Some((ts, dur)) = self.span(Some(frame.ts), Some(frame.dur)) else {
+        let Some((ts, dur)) = self.span_ns(frame.ts, frame.dur) else {
             return;
         };
         let name = self.trace.strings.intern(frame.name);

@@ -18,7 +18,9 @@ use std::borrow::Cow;
 
 use super::build::MAX_VALUE_BYTES;
 use super::raw::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text};
+use super::time::decimal_micros_to_ns;
 use super::ReadScope;
+use crate::trace::event::Ns;
 
 /// What the scanner made of the text at the start of an event.
 // Returned by value once per event; boxing the event would allocate per event.
@@ -107,8 +109,10 @@ pub(super) struct Frame<'a> {
     pub(super) name: &'a str,
     pub(super) pid: Label<'a>,
     pub(super) tid: Label<'a>,
-    pub(super) ts: RawText<'a>,
-    pub(super) dur: RawText<'a>,
+    /// `ts` and `dur` in ns, as `time::micros_to_ns` makes them of the numbers' text
+    /// (`None` where it makes none).
+    pub(super) ts: Option<Ns>,
+    pub(super) dur: Option<Ns>,
 }
 
 /// What [`scan_lean`] made of the text at the start of an event.
@@ -327,16 +331,11 @@ impl<'a> Cursor<'a> {
             self.expect(b'}')?;
         }
         let label_len = |l: &Label| l.as_text().map_or(0, str::len);
-        // `build.rs` skips an event with a kept value past the limit: `scan_event`'s.
-        if [
-            name.len(),
-            ts.0.len(),
-            dur.0.len(),
-            label_len(&pid),
-            label_len(&tid),
-        ]
-        .into_iter()
-        .any(|len| len > MAX_VALUE_BYTES)
+        // `build.rs` skips an event with a kept value past the limit: `scan_event`'s (the
+        // times' text is checked in `frame_time`).
+        if [name.len(), label_len(&pid), label_len(&tid)]
+            .into_iter()
+            .any(|len| len > MAX_VALUE_BYTES)
         {
             return Err(Stop::Unusual);
         }
@@ -374,13 +373,23 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    /// A frame's `ts`/`dur`: a number's text (a string time is `scan_event`'s).
+    /// A frame's `ts`/`dur` (a number; a string time is `scan_event`'s) in ns. Kineto's
+    /// `digits.ddd` is read and converted in one pass (`plain_time`); any other number
+    /// is read as `scan_event` reads it and converted from its text.
     #[inline(always)]
-    fn frame_time(&mut self) -> Step<RawText<'a>> {
+    fn frame_time(&mut self) -> Step<Option<Ns>> {
         self.skip_ws()?;
         let start = self.pos;
+        if let Some((ns, end)) = plain_time(self.bytes, start) {
+            self.pos = end;
+            return Ok(Some(ns));
+        }
         self.number()?;
-        Ok(RawText(&self.text[start..self.pos]))
+        let text = &self.text[start..self.pos];
+        if text.len() > MAX_VALUE_BYTES {
+            return Err(Stop::Unusual);
+        }
+        Ok(decimal_micros_to_ns(text))
     }
 
     /// The key at the cursor as its index in [`EVENT_KEYS`] (`None` for any other), the
@@ -867,6 +876,53 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The number at `i` when it is plain microseconds: 1 to 16 integer digits (no leading
+/// zero) and at most 3 decimals, followed inside `bytes` by a byte that cannot continue
+/// a number; with its value in ns (as `time::micros_to_ns` gives it) and its end.
+/// `None` for anything else, which [`Cursor::number`] then judges.
+#[inline(always)]
+fn plain_time(bytes: &[u8], i: usize) -> Option<(Ns, usize)> {
+    let digit = |at: usize| {
+        bytes
+            .get(at)
+            .filter(|b| b.is_ascii_digit())
+            .map(|b| b - b'0')
+    };
+    let mut whole: u64 = 0;
+    let mut j = i;
+    while let Some(d) = digit(j) {
+        if j - i == 16 {
+            return None;
+        }
+        whole = whole * 10 + u64::from(d);
+        j += 1;
+    }
+    let digits = j - i;
+    if digits == 0 || (digits > 1 && bytes[i] == b'0') {
+        return None;
+    }
+    let mut ns = whole * 1000;
+    if bytes.get(j) == Some(&b'.') {
+        j += 1;
+        let mut unit = 100;
+        while let Some(d) = digit(j) {
+            if unit == 0 {
+                return None;
+            }
+            ns += u64::from(d) * unit;
+            unit /= 10;
+            j += 1;
+        }
+        if unit == 100 {
+            return None;
+        }
+    }
+    match bytes.get(j) {
+        None | Some(b'e' | b'E') => None,
+        Some(_) => Some((Ns::try_from(ns).ok()?, j)),
+    }
+}
+
 /// Whether a lean read leaves an event's `args` unread, from the `ph` and `cat` seen
 /// before them: `build.rs` reads no `args` of a Python frame (its class comes from its
 /// `cat` alone) nor of an event that is neither `X` nor `M`.
@@ -1231,6 +1287,7 @@ mod sse2 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::time::micros_to_ns;
     use super::*;
 
     /// The first `"`, `\` or control byte from `i` on, one byte at a time.
@@ -1457,6 +1514,67 @@ mod tests {
         assert!(accepted > 40, "{accepted}");
     }
 
+    #[test]
+    fn plain_times_convert_as_the_number_scan_and_micros_to_ns_do() {
+        let mut taken = 0;
+        for number in [
+            "0",
+            "7",
+            "0.5",
+            "1.188",
+            "1.18",
+            "12.000",
+            "1365627862817.469",
+            "1.1234",
+            "01",
+            "00.5",
+            "-1",
+            "-0.5",
+            "1e3",
+            "1.5E2",
+            "1.",
+            ".5",
+            "1.5e",
+            "1234567890123456",
+            "1234567890123456.789",
+            "9999999999999999",
+            "99999999999999999",
+            "18446744073709551616",
+            "1..2",
+        ] {
+            for after in [",", "}", " ", "\n", "x", ""] {
+                let text = format!("{number}{after}");
+                let mut cursor = Cursor {
+                    text: &text,
+                    bytes: text.as_bytes(),
+                    pos: 0,
+                    lean: true,
+                };
+                let scanned = cursor.number().ok().map(|()| cursor.pos);
+                match plain_time(text.as_bytes(), 0) {
+                    Some((ns, end)) => {
+                        taken += 1;
+                        assert_eq!(scanned, Some(end), "{text:?}");
+                        assert_eq!(decimal_micros_to_ns(&text[..end]), Some(ns), "{text:?}");
+                    }
+                    // Declined: the number is not plain (or not whole); either way the
+                    // frame path then reads it as `scan_event` does.
+                    None => assert!(
+                        after.is_empty()
+                            || number.contains(['-', 'e', 'E'])
+                            || scanned.is_none()
+                            || number.split('.').nth(1).is_some_and(|f| f.len() > 3)
+                            || number.split('.').next().is_some_and(|w| w.len() > 16)
+                            || decimal_micros_to_ns(number).is_none(),
+                        "{text:?}"
+                    ),
+                }
+            }
+        }
+        // Every plain number, before each byte that ends one.
+        assert_eq!(taken, 9 * 5, "{taken}");
+    }
+
     /// A label as comparable text.
     fn label_text(label: Option<&Label>) -> Option<String> {
         label.map(|l| match l {
@@ -1533,8 +1651,8 @@ mod tests {
                 assert_eq!(text_of(&event.cat).as_deref(), Some("python_function"));
                 assert_eq!(label_text(Some(&frame.pid)), label_text(event.pid.as_ref()));
                 assert_eq!(label_text(Some(&frame.tid)), label_text(event.tid.as_ref()));
-                assert_eq!(Some(frame.ts.0), event.ts.map(|t| t.0), "{part:?}");
-                assert_eq!(Some(frame.dur.0), event.dur.map(|t| t.0), "{part:?}");
+                assert_eq!(frame.ts, micros_to_ns(event.ts), "{part:?}");
+                assert_eq!(frame.dur, micros_to_ns(event.dur), "{part:?}");
                 assert!(event.args.is_none());
             }
         }
