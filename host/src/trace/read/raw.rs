@@ -35,7 +35,7 @@ pub(super) struct RawEvent<'a> {
     pub(super) args: Option<RawArgs<'a>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub(super) struct RawArgs<'a> {
     #[serde(rename = "External id", default)]
     pub(super) external_id: Id,

@@ -252,7 +252,17 @@ impl<'a> Cursor<'a> {
                     Some(ARGS) if self.lean && args_unread(&ph, &cat) => {
                         set_once(&mut args, self.unread_args()?)?
                     }
-                    Some(ARGS) => set_once(&mut args, self.opt(Self::args)?)?,
+                    Some(ARGS) => {
+                        if args.is_some() {
+                            return Err(Stop::Unusual);
+                        }
+                        if self.skip_ws()? == b'n' {
+                            self.literal(b"null")?;
+                            args = Some(None);
+                        } else if let Some(out) = args.insert(Some(RawArgs::default())) {
+                            self.args_into(out)?;
+                        }
+                    }
                     _ => self.skip_unread(1)?,
                 }
                 // After another key, the one expected may still come.
@@ -419,78 +429,53 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    fn args(&mut self) -> Step<RawArgs<'a>> {
-        let mut external_id = None;
-        let mut legacy_external_id = None;
-        let mut correlation = None;
-        let mut stream = None;
-        let mut cuda_stream = None;
-        let mut device = None;
-        let mut name = None;
-        let mut input_dims = None;
-        let mut legacy_input_dims = None;
-        let mut input_types = None;
-        let mut concrete_inputs = None;
-        let mut kernel = None;
-        let mut grid = None;
-        let mut block = None;
-        let mut blocks_per_sm = None;
-        let mut bytes = None;
-        let mut comms: [Option<Option<RawText<'a>>>; 9] = [None; 9];
-        self.object(|s, key| match key {
-            "External id" => set_once(&mut external_id, s.id()?),
-            "external id" => set_once(&mut legacy_external_id, s.id()?),
-            "correlation" => set_once(&mut correlation, s.id()?),
-            "stream" => set_once(&mut stream, s.int_arg()?),
-            "cuda_stream" => set_once(&mut cuda_stream, s.int_arg()?),
-            "device" => set_once(&mut device, s.int_arg()?),
-            "name" => set_once(&mut name, s.opt(Self::label)?),
-            "Input Dims" => set_once(&mut input_dims, s.opt(Self::shape_value)?),
-            "Input dims" => set_once(&mut legacy_input_dims, s.opt(Self::shape_value)?),
-            "Input type" => set_once(&mut input_types, s.opt(Self::shape_value)?),
-            "Concrete Inputs" => set_once(&mut concrete_inputs, s.opt(Self::shape_value)?),
-            "kernel" => set_once(&mut kernel, s.opt(Self::raw_value)?),
-            "grid" => set_once(&mut grid, s.opt(Self::raw_value)?),
-            "block" => set_once(&mut block, s.opt(Self::raw_value)?),
-            "blocks per SM" => set_once(&mut blocks_per_sm, s.opt(Self::raw_value)?),
-            "bytes" => set_once(&mut bytes, s.opt(Self::raw_value)?),
-            "In split size" => set_once(&mut comms[0], s.opt(Self::raw_value)?),
-            "Out split size" => set_once(&mut comms[1], s.opt(Self::raw_value)?),
-            "Collective name" => set_once(&mut comms[2], s.opt(Self::raw_value)?),
-            "Process Group Name" => set_once(&mut comms[3], s.opt(Self::raw_value)?),
-            "Process Group Description" => set_once(&mut comms[4], s.opt(Self::raw_value)?),
-            "Process Group Ranks" => set_once(&mut comms[5], s.opt(Self::raw_value)?),
-            "dtype" => set_once(&mut comms[6], s.opt(Self::raw_value)?),
-            "Rank" => set_once(&mut comms[7], s.opt(Self::raw_value)?),
-            "Seq" => set_once(&mut comms[8], s.opt(Self::raw_value)?),
-            _ => s.skip_unread(2),
-        })?;
-        Ok(RawArgs {
-            external_id: external_id.unwrap_or_default(),
-            legacy_external_id: legacy_external_id.unwrap_or_default(),
-            correlation: correlation.unwrap_or_default(),
-            stream: stream.unwrap_or_default(),
-            cuda_stream: cuda_stream.unwrap_or_default(),
-            device: device.unwrap_or_default(),
-            name: name.flatten(),
-            input_dims: input_dims.flatten(),
-            legacy_input_dims: legacy_input_dims.flatten(),
-            input_types: input_types.flatten(),
-            concrete_inputs: concrete_inputs.flatten(),
-            kernel: kernel.flatten(),
-            grid: grid.flatten(),
-            block: block.flatten(),
-            blocks_per_sm: blocks_per_sm.flatten(),
-            bytes: bytes.flatten(),
-            in_split: comms[0].flatten(),
-            out_split: comms[1].flatten(),
-            collective: comms[2].flatten(),
-            group: comms[3].flatten(),
-            group_desc: comms[4].flatten(),
-            group_ranks: comms[5].flatten(),
-            dtype: comms[6].flatten(),
-            rank: comms[7].flatten(),
-            seq: comms[8].flatten(),
+    /// An `args` object read into `out` (all absent before), each member written where
+    /// it stays: built in locals and returned, the ~440-byte value was copied at each
+    /// step out (two or three times an event).
+    fn args_into(&mut self, out: &mut RawArgs<'a>) -> Step<()> {
+        // Members seen, by bit: a second one is serde's "duplicate field" error.
+        let mut seen = 0u32;
+        let mut once = |bit: u32| {
+            let first = seen & 1 << bit == 0;
+            seen |= 1 << bit;
+            if first {
+                Ok(())
+            } else {
+                Err(Stop::Unusual)
+            }
+        };
+        self.object(|s, key| {
+            match key {
+                "External id" => (once(0)?, out.external_id = s.id()?),
+                "external id" => (once(1)?, out.legacy_external_id = s.id()?),
+                "correlation" => (once(2)?, out.correlation = s.id()?),
+                "stream" => (once(3)?, out.stream = s.int_arg()?),
+                "cuda_stream" => (once(4)?, out.cuda_stream = s.int_arg()?),
+                "device" => (once(5)?, out.device = s.int_arg()?),
+                "name" => (once(6)?, out.name = s.opt(Self::label)?),
+                "Input Dims" => (once(7)?, out.input_dims = s.opt(Self::shape_value)?),
+                "Input dims" => (once(8)?, out.legacy_input_dims = s.opt(Self::shape_value)?),
+                "Input type" => (once(9)?, out.input_types = s.opt(Self::shape_value)?),
+                "Concrete Inputs" => (once(10)?, out.concrete_inputs = s.opt(Self::shape_value)?),
+                "kernel" => (once(11)?, out.kernel = s.opt(Self::raw_value)?),
+                "grid" => (once(12)?, out.grid = s.opt(Self::raw_value)?),
+                "block" => (once(13)?, out.block = s.opt(Self::raw_value)?),
+                "blocks per SM" => (once(14)?, out.blocks_per_sm = s.opt(Self::raw_value)?),
+                "bytes" => (once(15)?, out.bytes = s.opt(Self::raw_value)?),
+                "In split size" => (once(16)?, out.in_split = s.opt(Self::raw_value)?),
+                "Out split size" => (once(17)?, out.out_split = s.opt(Self::raw_value)?),
+                "Collective name" => (once(18)?, out.collective = s.opt(Self::raw_value)?),
+                "Process Group Name" => (once(19)?, out.group = s.opt(Self::raw_value)?),
+                "Process Group Description" => {
+                    (once(20)?, out.group_desc = s.opt(Self::raw_value)?)
+                }
+                "Process Group Ranks" => (once(21)?, out.group_ranks = s.opt(Self::raw_value)?),
+                "dtype" => (once(22)?, out.dtype = s.opt(Self::raw_value)?),
+                "Rank" => (once(23)?, out.rank = s.opt(Self::raw_value)?),
+                "Seq" => (once(24)?, out.seq = s.opt(Self::raw_value)?),
+                _ => ((), s.skip_unread(2)?),
+            };
+            Ok(())
         })
     }
 
@@ -541,7 +526,9 @@ impl<'a> Cursor<'a> {
         }
         if self.pos - start > MAX_VALUE_BYTES {
             self.pos = start;
-            return self.opt(Self::args);
+            let mut out = RawArgs::default();
+            self.args_into(&mut out)?;
+            return Ok(Some(out));
         }
         Ok(None)
     }

@@ -18,6 +18,7 @@ pub(super) fn micros_to_ns(raw: Option<RawText>) -> Option<Ns> {
     decimal_micros_to_ns(text)
 }
 
+#[inline]
 pub(super) fn decimal_micros_to_ns(text: &str) -> Option<Ns> {
     plain_micros_to_ns(text.as_bytes()).or_else(|| general_micros_to_ns(text))
 }
