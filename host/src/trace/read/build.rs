@@ -15,7 +15,7 @@ use super::optional::{
     array_sym, compact_json, count, dim3, lone_surrogate_strings, ratio, string_text,
 };
 use super::raw::{Id, Label, RawArgs, RawEvent, RawText, Text};
-use super::scan::Frame;
+use super::scan::Head;
 use super::stream::{json_fail, Fail};
 use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
 use super::time::{has_non_finite, micros_to_ns, non_finite_to_null};
@@ -393,17 +393,7 @@ impl TraceSink {
                 }
                 self.shape_counted(args, |a| a.input_types, "args.Input type");
                 self.shape_counted(args, |a| a.concrete_inputs, "args.Concrete Inputs");
-                self.trace.cpu_ops.push(CpuOp {
-                    name,
-                    ts,
-                    dur,
-                    pid,
-                    tid,
-                    external_id,
-                    input_dims: None,
-                    input_types: None,
-                    concrete_inputs: None,
-                });
+                self.push_digest_cpu_op(name, ts, dur, pid, tid, external_id);
             }
             Class::CpuOp => {
                 let input_dims = self
@@ -467,19 +457,56 @@ impl TraceSink {
 
     /// A Python frame the lean scanner read whole (`scan::scan_lean`): what
     /// [`TraceSink::add_event`] makes of the same event, interning in the same order.
-    pub(super) fn add_frame(&mut self, frame: &Frame) {
-        let Some((ts, dur)) = self.span_ns(frame.ts, frame.dur) else {
+    pub(super) fn add_frame(&mut self, frame: &Head) {
+        let Some((name, ts, dur, pid, tid)) = self.head(frame) else {
             return;
         };
-        let name = self.trace.strings.intern(frame.name);
-        let pid = self.label(Some(&frame.pid));
-        let tid = self.label(Some(&frame.tid));
         self.trace.py_frames.push(PyFrame {
             name,
             ts,
             dur,
             pid,
             tid,
+        });
+    }
+
+    /// A CPU op the lean scanner read whole (`scan::scan_lean`), likewise.
+    pub(super) fn add_cpu_op(&mut self, op: &Head, external_id: Id) {
+        if let Some((name, ts, dur, pid, tid)) = self.head(op) {
+            self.push_digest_cpu_op(name, ts, dur, pid, tid, external_id.0);
+        }
+    }
+
+    /// A lean-read event's name, span and thread, interned as `add_complete` interns
+    /// them; `None`, counted, for an unusable time.
+    fn head(&mut self, head: &Head) -> Option<(Sym, Ns, Ns, Sym, Sym)> {
+        let (ts, dur) = self.span_ns(head.ts, head.dur)?;
+        let name = self.trace.strings.intern(head.name);
+        let pid = self.label(Some(&head.pid));
+        let tid = self.label(Some(&head.tid));
+        Some((name, ts, dur, pid, tid))
+    }
+
+    /// A CPU op of a digest read: no shapes.
+    fn push_digest_cpu_op(
+        &mut self,
+        name: Sym,
+        ts: Ns,
+        dur: Ns,
+        pid: Sym,
+        tid: Sym,
+        external_id: Option<u64>,
+    ) {
+        self.trace.cpu_ops.push(CpuOp {
+            name,
+            ts,
+            dur,
+            pid,
+            tid,
+            external_id,
+            input_dims: None,
+            input_types: None,
+            concrete_inputs: None,
         });
     }
 

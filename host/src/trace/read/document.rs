@@ -301,7 +301,7 @@ fn scan_here(text: &str, sink: &mut TraceSink) -> Option<Result<usize, ()>> {
     }
 }
 
-/// [`scan_here`] in a lean read: Python frames (most events) and dropped events by their
+/// [`scan_here`] in a lean read: Python frames and CPU ops (most events) and dropped events by their
 /// own shorter paths (`scan::scan_lean`), the rest as a full read takes them. Out of
 /// line: inlined beside the full read's scan, it changed how that was compiled (a full
 /// read took 2% more instructions).
@@ -310,6 +310,10 @@ fn scan_lean_here(text: &str, sink: &mut TraceSink) -> Option<Result<usize, ()>>
     match scan::scan_lean(text) {
         LeanScan::Frame(frame, len) => {
             sink.add_frame(&frame);
+            Some(Ok(len))
+        }
+        LeanScan::CpuOp(op, external_id, len) => {
+            sink.add_cpu_op(&op, external_id);
             Some(Ok(len))
         }
         LeanScan::Dropped(len) => Some(Ok(len)),

@@ -103,9 +103,9 @@ pub(super) fn scan_event(text: &str, scope: ReadScope) -> Scan<'_> {
     }
 }
 
-/// A Python frame as a [`ReadScope::Digest`] read keeps it: the members `build.rs`
-/// reads of a `python_function` event whose `args` it leaves unread.
-pub(super) struct Frame<'a> {
+/// The members of a complete (`X`) event a [`ReadScope::Digest`] read keeps besides its
+/// `args`, read by [`scan_lean`].
+pub(super) struct Head<'a> {
     pub(super) name: &'a str,
     pub(super) pid: Label<'a>,
     pub(super) tid: Label<'a>,
@@ -118,7 +118,9 @@ pub(super) struct Frame<'a> {
 /// What [`scan_lean`] made of the text at the start of an event.
 pub(super) enum LeanScan<'a> {
     /// A Python frame and its length in bytes.
-    Frame(Frame<'a>, usize),
+    Frame(Head<'a>, usize),
+    /// A CPU op, its `External id`, and its length in bytes.
+    CpuOp(Head<'a>, Id, usize),
     /// An event the trace does not keep (`ph` neither `"X"` nor `"M"`, as `build.rs`
     /// sorts them), no longer than [`MAX_VALUE_BYTES`], so none of its values is past the
     /// limit either: its length in bytes.
@@ -135,6 +137,10 @@ pub(super) enum LeanScan<'a> {
 /// - a Python frame in Kineto's shape exactly: `ph` `"X"`, `cat` `"python_function"`,
 ///   then `name`, `pid`, `tid`, `ts`, `dur` and a flat `args`, in that order, and
 ///   nothing else;
+/// - a CPU op in the same shape (`cat` `"cpu_op"`) whose `args` open with its
+///   `External id` and hold nothing else a digest reads (no second id, no split sizes,
+///   no backslash, within [`MAX_VALUE_BYTES`]): the rest (the shape lists, which a digest
+///   only counts when oversized) is skipped by brackets and quotes;
 /// - an event the trace drops (flow arrows, instants, counters: `ph` neither `"X"` nor
 ///   `"M"`), skipped by its brackets and quotes, unchecked, like every value a lean read
 ///   does not read.
@@ -157,11 +163,19 @@ pub(super) fn scan_lean(text: &str) -> LeanScan<'_> {
         lean: true,
     };
     match cursor.lean_event() {
-        Ok(Some(frame)) => LeanScan::Frame(frame, cursor.pos),
-        Ok(None) => LeanScan::Dropped(cursor.pos),
+        Ok(Lean::Frame(head)) => LeanScan::Frame(head, cursor.pos),
+        Ok(Lean::CpuOp(head, id)) => LeanScan::CpuOp(head, id, cursor.pos),
+        Ok(Lean::Dropped) => LeanScan::Dropped(cursor.pos),
         Err(Stop::NeedMore) => LeanScan::NeedMore,
         Err(Stop::Unusual) => LeanScan::Other,
     }
+}
+
+/// [`LeanScan`] without the lengths.
+enum Lean<'a> {
+    Frame(Head<'a>),
+    CpuOp(Head<'a>, Id),
+    Dropped,
 }
 
 struct Cursor<'a> {
@@ -286,7 +300,7 @@ impl<'a> Cursor<'a> {
 
     /// [`scan_lean`]'s shortcuts: a frame, or `None` for an event dropped whole.
     #[inline(always)]
-    fn lean_event(&mut self) -> Step<Option<Frame<'a>>> {
+    fn lean_event(&mut self) -> Step<Lean<'a>> {
         self.skip_ws()?;
         let open = self.pos;
         self.expect(b'{')?;
@@ -295,25 +309,40 @@ impl<'a> Cursor<'a> {
             return Err(Stop::Unusual);
         }
         match self.plain_string()? {
-            "X" => self.frame().map(Some),
-            "M" => Err(Stop::Unusual),
+            "X" => {}
+            "M" => return Err(Stop::Unusual),
             _ => {
                 self.pos = open;
                 self.skip_unchecked()?;
                 if self.pos - open > MAX_VALUE_BYTES {
                     return Err(Stop::Unusual);
                 }
-                Ok(None)
+                return Ok(Lean::Dropped);
             }
         }
+        self.frame_member(CAT)?;
+        if self.skip_ws()? != b'"' {
+            return Err(Stop::Unusual);
+        }
+        let cpu_op = match self.plain_string()? {
+            "python_function" => false,
+            "cpu_op" => true,
+            _ => return Err(Stop::Unusual),
+        };
+        let head = self.head()?;
+        let lean = if cpu_op {
+            Lean::CpuOp(head, self.cpu_op_args()?)
+        } else {
+            self.frame_args()?;
+            Lean::Frame(head)
+        };
+        self.expect(b'}')?;
+        Ok(lean)
     }
 
-    /// The rest of a Python frame in [`scan_lean`]'s sequence, after its `ph`.
+    /// An `X` event's members from `name` to `dur`, in [`scan_lean`]'s sequence.
     #[inline(always)]
-    fn frame(&mut self) -> Step<Frame<'a>> {
-        self.frame_member(CAT)?;
-        self.skip_ws()?;
-        self.literal(b"\"python_function\"")?;
+    fn head(&mut self) -> Step<Head<'a>> {
         self.frame_member(NAME)?;
         if self.skip_ws()? != b'"' {
             return Err(Stop::Unusual);
@@ -327,19 +356,6 @@ impl<'a> Cursor<'a> {
         let ts = self.frame_time()?;
         self.frame_member(DUR)?;
         let dur = self.frame_time()?;
-        if self.next_member(b'}')? {
-            self.event_member(ARGS)?;
-            let start = self.pos;
-            if self.skip_ws()? != b'{' {
-                return Err(Stop::Unusual);
-            }
-            // As `unread_args`: an `args` past the limit is read there, for its `name`.
-            match flat_object_end(self.bytes, self.pos) {
-                Some(end) if end - start <= MAX_VALUE_BYTES => self.pos = end,
-                _ => return Err(Stop::Unusual),
-            }
-            self.expect(b'}')?;
-        }
         let label_len = |l: &Label| l.as_text().map_or(0, str::len);
         // `build.rs` skips an event with a kept value past the limit: `scan_event`'s (the
         // times' text is checked in `frame_time`).
@@ -349,13 +365,76 @@ impl<'a> Cursor<'a> {
         {
             return Err(Stop::Unusual);
         }
-        Ok(Frame {
+        Ok(Head {
             name,
             pid,
             tid,
             ts,
             dur,
         })
+    }
+
+    /// A frame's `args`, if any, skipped: flat, within the limit (as `unread_args`: one
+    /// past it is read there, for its `name`).
+    #[inline(always)]
+    fn frame_args(&mut self) -> Step<()> {
+        if !self.at_args()? {
+            return Ok(());
+        }
+        let start = self.pos;
+        if self.skip_ws()? != b'{' {
+            return Err(Stop::Unusual);
+        }
+        match flat_object_end(self.bytes, self.pos) {
+            Some(end) if end - start <= MAX_VALUE_BYTES => self.pos = end,
+            _ => Err(Stop::Unusual)?,
+        }
+        Ok(())
+    }
+
+    /// A CPU op's `args`, if any: its `External id` (absent without `args`), the rest
+    /// skipped where nothing in it is read (see [`scan_lean`]).
+    #[inline(always)]
+    fn cpu_op_args(&mut self) -> Step<Id> {
+        if !self.at_args()? {
+            return Ok(Id(None));
+        }
+        if self.skip_ws()? != b'{' {
+            return Err(Stop::Unusual);
+        }
+        let open = self.pos;
+        self.skip_unchecked()?;
+        let end = self.pos;
+        let args = &self.bytes[open..end];
+        if args.len() > MAX_VALUE_BYTES || memchr::memchr(b'\\', args).is_some() {
+            return Err(Stop::Unusual);
+        }
+        self.pos = open + 1;
+        self.skip_ws()?;
+        self.literal(b"\"External id\"")?;
+        self.expect(b':')?;
+        let id = self.id()?;
+        // What else `build.rs` reads of a CPU op: the legacy id, a second id (a duplicate
+        // for serde), split sizes (and the collective facts kept with them).
+        let rest = &self.bytes[self.pos..end];
+        if memchr::memmem::find(rest, b"xternal id\"").is_some()
+            || memchr::memmem::find(rest, b"split size\"").is_some()
+        {
+            return Err(Stop::Unusual);
+        }
+        self.pos = end;
+        Ok(id)
+    }
+
+    /// Past the `,` and `"args":` after `dur`: true, or false at the event's closing `}`
+    /// (left for the caller).
+    #[inline(always)]
+    fn at_args(&mut self) -> Step<bool> {
+        if self.skip_ws()? == b'}' {
+            return Ok(false);
+        }
+        self.frame_member(ARGS)?;
+        Ok(true)
     }
 
     /// The comma before member `key` of a frame, and that key with its colon.
@@ -1613,6 +1692,11 @@ mod tests {
                 };
                 let (frame, len) = match scan_lean(part) {
                     LeanScan::Frame(frame, len) => (frame, len),
+                    // Only the `"cat": "cpu_op"` near miss: `a_lean_cpu_op_...` below.
+                    LeanScan::CpuOp(..) => {
+                        assert!(part.contains(r#""cat": "cpu_op""#), "{part:?}");
+                        continue;
+                    }
                     LeanScan::Dropped(len) => {
                         // Only the `"ph": "B"` near miss, which the sink drops too.
                         let Scan::Event(event, event_len) = scan_event(part, ReadScope::Digest)
@@ -1685,6 +1769,80 @@ mod tests {
             format!(r#"{{"ph": "f", "name": "{long_name}"}}, "#),
         ] {
             assert!(matches!(scan_lean(&text), LeanScan::Other), "{text:.80}");
+        }
+    }
+
+    #[test]
+    fn a_lean_cpu_op_is_taken_only_where_its_args_hold_nothing_else_a_digest_reads() {
+        let shapes = r#""Record function id": 0, "Concrete Inputs": ["", "1", "[2, 3]"], "Input type": ["float", "Scalar", "ScalarList"], "Input Strides": [[1], [], []], "Input Dims": [[512], [], []], "Ev Idx": 1"#;
+        let op = |args: &str| {
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 8, "ts": 12.5, "dur": 3{args}}}"#
+            )
+        };
+        let taken = [
+            (
+                op(&format!(r#", "args": {{"External id": 41, {shapes}}}"#)),
+                Some(41),
+            ),
+            (
+                op(&format!(
+                    ", \"args\": {{\n      \"External id\": 42,{shapes}\n    }}"
+                )),
+                Some(42),
+            ),
+            (op(r#", "args": {"External id": "43"}"#), Some(43)),
+            (op(r#", "args": {"External id": null, "Ev Idx": 1}"#), None),
+            (op(""), None),
+        ];
+        let declined = [
+            op(&format!(r#", "args": {{{shapes}, "External id": 44}}"#)),
+            op(r#", "args": {"External id": 45, "In split size": "[1, 2]"}"#),
+            op(r#", "args": {"External id": 46, "Out split size": "[]"}"#),
+            op(r#", "args": {"External id": 47, "external id": 48}"#),
+            op(r#", "args": {"External id": 49, "External id": 50}"#),
+            op(r#", "args": {"External id": 51, "Concrete Inputs": ["a\"b"]}"#),
+            op(r#", "args": {"External id": 52, "Concrete Inputs": ["\u00e9"]}"#),
+            op(r#", "args": ["External id", 53]"#),
+            op(r#", "args": {"External id": 54}, "id": 1"#),
+            op(&format!(
+                r#", "args": {{"External id": 55, "Concrete Inputs": ["{}"]}}"#,
+                "x".repeat(MAX_VALUE_BYTES)
+            )),
+        ];
+        for (text, id) in &taken {
+            let followed = format!("{text},\n{{");
+            let LeanScan::CpuOp(head, got, len) = scan_lean(&followed) else {
+                panic!("declined: {text}");
+            };
+            assert_eq!((len, got.0), (text.len(), *id), "{text}");
+            // The event scan reads the same event, and nothing else a digest keeps.
+            let Scan::Event(event, event_len) = scan_event(&followed, ReadScope::Digest) else {
+                panic!("the event scan declines: {text}");
+            };
+            assert_eq!(len, event_len);
+            assert_eq!(Some(head.name), event.name.as_ref().map(|t| t.0.as_ref()));
+            assert_eq!(label_text(Some(&head.pid)), label_text(event.pid.as_ref()));
+            assert_eq!(label_text(Some(&head.tid)), label_text(event.tid.as_ref()));
+            assert_eq!((head.ts, head.dur), (Some(12_500), Some(3_000)));
+            if let Some(args) = &event.args {
+                assert_eq!(args.external_id.0, *id);
+                assert!(args.legacy_external_id.0.is_none() && args.in_split.is_none());
+            }
+            // Cut anywhere, it waits for more or leaves the event to the event scan.
+            for cut in 1..text.len() {
+                assert!(matches!(
+                    scan_lean(&text[..cut]),
+                    LeanScan::NeedMore | LeanScan::Other
+                ));
+            }
+        }
+        for text in &declined {
+            let followed = format!("{text},\n{{");
+            assert!(
+                matches!(scan_lean(&followed), LeanScan::Other),
+                "{text:.120}"
+            );
         }
     }
 
