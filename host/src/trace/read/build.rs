@@ -393,28 +393,18 @@ impl TraceSink {
                 }
                 self.shape_counted(args, |a| a.input_types, "args.Input type");
                 self.shape_counted(args, |a| a.concrete_inputs, "args.Concrete Inputs");
-                self.push_digest_cpu_op(name, ts, dur, pid, tid, external_id);
+                self.push_cpu_op(name, ts, dur, pid, tid, external_id, [None; 3]);
             }
             Class::CpuOp => {
                 let input_dims = self
                     .shape(args, |a| a.input_dims, "args.Input Dims")
                     .or_else(|| self.shape(args, |a| a.legacy_input_dims, "args.Input dims"));
-                let op = CpuOp {
-                    name,
-                    ts,
-                    dur,
-                    pid,
-                    tid,
-                    external_id,
+                let shapes = [
                     input_dims,
-                    input_types: self.shape(args, |a| a.input_types, "args.Input type"),
-                    concrete_inputs: self.shape(
-                        args,
-                        |a| a.concrete_inputs,
-                        "args.Concrete Inputs",
-                    ),
-                };
-                self.trace.cpu_ops.push(op);
+                    self.shape(args, |a| a.input_types, "args.Input type"),
+                    self.shape(args, |a| a.concrete_inputs, "args.Concrete Inputs"),
+                ];
+                self.push_cpu_op(name, ts, dur, pid, tid, external_id, shapes);
             }
             Class::PyFrame => self.trace.py_frames.push(PyFrame {
                 name,
@@ -473,7 +463,7 @@ impl TraceSink {
     /// A CPU op the lean scanner read whole (`scan::scan_lean`), likewise.
     pub(super) fn add_cpu_op(&mut self, op: &Head, external_id: Id) {
         if let Some((name, ts, dur, pid, tid)) = self.head(op) {
-            self.push_digest_cpu_op(name, ts, dur, pid, tid, external_id.0);
+            self.push_cpu_op(name, ts, dur, pid, tid, external_id.0, [None; 3]);
         }
     }
 
@@ -487,8 +477,10 @@ impl TraceSink {
         Some((name, ts, dur, pid, tid))
     }
 
-    /// A CPU op of a digest read: no shapes.
-    fn push_digest_cpu_op(
+    /// A CPU op with its `Input Dims`, `Input type` and `Concrete Inputs` (none in a
+    /// digest read).
+    #[expect(clippy::too_many_arguments, reason = "a CpuOp's fields, one by one")]
+    fn push_cpu_op(
         &mut self,
         name: Sym,
         ts: Ns,
@@ -496,6 +488,7 @@ impl TraceSink {
         pid: Sym,
         tid: Sym,
         external_id: Option<u64>,
+        [input_dims, input_types, concrete_inputs]: [Option<Sym>; 3],
     ) {
         self.trace.cpu_ops.push(CpuOp {
             name,
@@ -504,9 +497,9 @@ impl TraceSink {
             pid,
             tid,
             external_id,
-            input_dims: None,
-            input_types: None,
-            concrete_inputs: None,
+            input_dims,
+            input_types,
+            concrete_inputs,
         });
     }
 
