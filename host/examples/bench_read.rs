@@ -6,6 +6,11 @@
 //! cargo run --release -p llm-triage --example bench_read -- [--size-mb 200] [--source FILE] [--layout python|source] [--keep DIR]
 //! ```
 //!
+//! A file it kept (`--keep DIR`) is read alone by `bench_read --child DIR/big.json
+//! [--digest]`; `--digest` reads it as `--all-ranks` reads a rank it only digests (lean,
+//! no scan-ahead thread), the read to put under `valgrind --tool=callgrind` to follow that
+//! read's cost in instructions.
+//!
 //! It tiles a real trace (default `shared/traces/AMD-AGI__TraceLens__eager_trace.json.gz`)
 //! into a temporary `big.json` of about `--size-mb` million bytes, shifting timestamps and
 //! linking ids per copy (`support/tile.rs`), and a gzip copy `big.json.gz`. Each file is then read by a child process (so its peak RSS,
@@ -20,12 +25,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use llm_triage::trace::read::read_trace;
+use llm_triage::trace::read::{read_trace, read_trace_beside_others, ReadScope};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() == 3 && args[1] == "--child" {
-        child(Path::new(&args[2]));
+    if (3..=4).contains(&args.len()) && args[1] == "--child" {
+        let scope = match args.get(3).map(String::as_str) {
+            None => None,
+            Some("--digest") => Some(ReadScope::Digest),
+            Some(other) => panic!("--child FILE takes --digest or nothing, not {other}"),
+        };
+        child(Path::new(&args[2]), scope);
         return;
     }
     let size_mb: u64 = flag(&args, "--size-mb")
@@ -44,7 +54,8 @@ fn main() {
         tile::Layout::parse(l).expect("--layout is python or source")
     });
     let temp = tempfile::tempdir().expect("temp dir");
-    // --keep DIR leaves the files there (for profiling the child: `bench_read --child F`).
+    // --keep DIR leaves the files there (for profiling the child: `bench_read --child F
+    // [--digest]`).
     let dir = flag(&args, "--keep").map_or_else(|| temp.path().to_path_buf(), PathBuf::from);
     let json = dir.join("big.json");
     let started = Instant::now();
@@ -88,10 +99,20 @@ fn main() {
     }
 }
 
-/// Reads one file and reports (run in a child so VmHWM is the reader's alone).
-fn child(path: &Path) {
+/// Reads one file and reports (run in a child so VmHWM is the reader's alone): as one
+/// trace is read, or with `scope` as `--all-ranks` reads a rank beside others (no
+/// scan-ahead thread; `--digest`: a digest rank's lean read). Single-threaded but for
+/// the file's own thread, such a read's instruction count is the same from run to run:
+/// `valgrind --tool=callgrind bench_read --child big.json --digest` is how the digest
+/// read's cost was followed (an `--all-ranks` run's count moves with its threads'
+/// schedule).
+fn child(path: &Path, scope: Option<ReadScope>) {
     let started = Instant::now();
-    let trace = read_trace(path, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    let trace = match scope {
+        None => read_trace(path, &mut |_| {}),
+        Some(scope) => read_trace_beside_others(path, &mut |_| {}, scope),
+    }
+    .unwrap_or_else(|e| panic!("{e}"));
     let secs = started.elapsed().as_secs_f64();
     let peak = peak_rss_bytes();
     let name = path.file_name().unwrap_or_default().to_string_lossy();
