@@ -301,10 +301,10 @@ fn scan_here(text: &str, sink: &mut TraceSink) -> Option<Result<usize, ()>> {
     }
 }
 
-/// [`scan_here`] in a lean read: Python frames and CPU ops (most events) and dropped events by their
-/// own shorter paths (`scan::scan_lean`), the rest as a full read takes them. Out of
-/// line: inlined beside the full read's scan, it changed how that was compiled (a full
-/// read took 2% more instructions).
+/// [`scan_here`] in a lean read: Python frames and CPU ops (most events) and dropped
+/// events by their own shorter paths (`scan::scan_lean`), the rest as a full read takes
+/// them. Out of line: inlined beside the full read's scan, it changed how that was
+/// compiled (a full read took 2% more instructions).
 #[inline(never)]
 fn scan_lean_here(text: &str, sink: &mut TraceSink) -> Option<Result<usize, ()>> {
     match scan::scan_lean(text) {

@@ -304,7 +304,7 @@ impl<'a> Cursor<'a> {
         self.skip_ws()?;
         let open = self.pos;
         self.expect(b'{')?;
-        self.frame_member(PH)?;
+        self.lean_member(PH)?;
         if self.skip_ws()? != b'"' {
             return Err(Stop::Unusual);
         }
@@ -320,7 +320,7 @@ impl<'a> Cursor<'a> {
                 return Ok(Lean::Dropped);
             }
         }
-        self.frame_member(CAT)?;
+        self.lean_member(CAT)?;
         if self.skip_ws()? != b'"' {
             return Err(Stop::Unusual);
         }
@@ -343,22 +343,22 @@ impl<'a> Cursor<'a> {
     /// An `X` event's members from `name` to `dur`, in [`scan_lean`]'s sequence.
     #[inline(always)]
     fn head(&mut self) -> Step<Head<'a>> {
-        self.frame_member(NAME)?;
+        self.lean_member(NAME)?;
         if self.skip_ws()? != b'"' {
             return Err(Stop::Unusual);
         }
         let name = self.plain_string()?;
-        self.frame_member(PID)?;
+        self.lean_member(PID)?;
         let pid = self.label()?;
-        self.frame_member(TID)?;
+        self.lean_member(TID)?;
         let tid = self.label()?;
-        self.frame_member(TS)?;
-        let ts = self.frame_time()?;
-        self.frame_member(DUR)?;
-        let dur = self.frame_time()?;
+        self.lean_member(TS)?;
+        let ts = self.lean_time()?;
+        self.lean_member(DUR)?;
+        let dur = self.lean_time()?;
         let label_len = |l: &Label| l.as_text().map_or(0, str::len);
         // `build.rs` skips an event with a kept value past the limit: `scan_event`'s (the
-        // times' text is checked in `frame_time`).
+        // times' text is checked in `lean_time`).
         if [name.len(), label_len(&pid), label_len(&tid)]
             .into_iter()
             .any(|len| len > MAX_VALUE_BYTES)
@@ -433,13 +433,14 @@ impl<'a> Cursor<'a> {
         if self.skip_ws()? == b'}' {
             return Ok(false);
         }
-        self.frame_member(ARGS)?;
+        self.lean_member(ARGS)?;
         Ok(true)
     }
 
-    /// The comma before member `key` of a frame, and that key with its colon.
+    /// The comma before member `key` of an event in [`scan_lean`]'s sequence (none before
+    /// `ph`), and that key with its colon.
     #[inline(always)]
-    fn frame_member(&mut self, key: usize) -> Step<()> {
+    fn lean_member(&mut self, key: usize) -> Step<()> {
         if key != PH {
             self.expect(b',')?;
         }
@@ -462,11 +463,11 @@ impl<'a> Cursor<'a> {
         Ok(())
     }
 
-    /// A frame's `ts`/`dur` (a number; a string time is `scan_event`'s) in ns. Kineto's
-    /// `digits.ddd` is read and converted in one pass (`plain_time`); any other number
-    /// is read as `scan_event` reads it and converted from its text.
+    /// A lean event's `ts`/`dur` (a number; a string time is `scan_event`'s) in ns.
+    /// Kineto's `digits.ddd` is read and converted in one pass (`plain_time`); any other
+    /// number is read as `scan_event` reads it and converted from its text.
     #[inline(always)]
-    fn frame_time(&mut self) -> Step<Option<Ns>> {
+    fn lean_time(&mut self) -> Step<Option<Ns>> {
         self.skip_ws()?;
         let start = self.pos;
         if let Some((ns, end)) = plain_time(self.bytes, start) {
@@ -594,8 +595,8 @@ impl<'a> Cursor<'a> {
     /// full read.
     fn unread_args(&mut self) -> Step<Option<RawArgs<'a>>> {
         let start = self.pos;
-        // A Python frame's `{"Python parent id": …, "Python id": …, "Ev Idx": …}` (most
-        // of a digest's events): one pass to its `}`, else the walk by brackets.
+        // A Python frame's `{"Python parent id": …, "Python id": …, "Ev Idx": …}` (a
+        // frame `scan_lean` left here): one pass to its `}`, else the walk by brackets.
         let flat = (self.skip_ws()? == b'{')
             .then(|| flat_object_end(self.bytes, self.pos))
             .flatten();
