@@ -172,6 +172,8 @@ struct ReadCounts {
     scanned_ahead: u64,
     /// Events the parser's own scan read (`ByteStream::scanned_here`).
     scanned_here: u64,
+    /// Text bytes read where the file's mapping holds them (`ByteStream::mapped`).
+    mapped: u64,
 }
 
 /// [`read_trace_with`], and its [`ReadCounts`].
@@ -224,6 +226,7 @@ fn read_scanning(
         copied: stream.copied.load(Ordering::Relaxed),
         scanned_ahead: stream.scanned_ahead,
         scanned_here: stream.scanned_here,
+        mapped: stream.mapped,
     };
     drop(stream);
     (

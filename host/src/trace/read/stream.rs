@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::ahead::Scanned;
 use super::raw::RawEvent;
-use super::source::{Block, Source, TextBlocks};
+use super::source::{Block, BlockText, Source, TextBlocks};
 use super::ReadScope;
 
 /// Bytes read per refill.
@@ -42,7 +42,7 @@ const STITCH_HEAD: usize = 4 << 10;
 /// block itself, at the same text.
 pub(super) struct ByteStream<'p> {
     src: TextBlocks,
-    text: String,
+    text: BlockText,
     /// Whether `text` is the stitch buffer (else it is a block, returned to the reading
     /// thread once read).
     window_is_stitch: bool,
@@ -59,6 +59,9 @@ pub(super) struct ByteStream<'p> {
     /// How many events the parser's own scan read (those cut by a block's end, and those
     /// of blocks passed on unscanned: `TextBlocks::recv`).
     pub(super) scanned_here: u64,
+    /// Text bytes received in mapped blocks (`source.rs`): a plain file's, but for
+    /// blocks that held invalid UTF-8.
+    pub(super) mapped: u64,
     pub(super) pos: usize,
     base: u64,
     eof: bool,
@@ -79,7 +82,7 @@ struct AheadBlock {
 
 /// A block the stitch buffer holds the first `from` bytes of.
 struct Pending {
-    block: String,
+    block: BlockText,
     from: usize,
     /// Document offset of `block[0]`.
     base: u64,
@@ -97,13 +100,14 @@ impl<'p> ByteStream<'p> {
         let copied = Arc::new(AtomicU64::new(0));
         let src = TextBlocks::spawn(
             source.bytes,
+            Arc::clone(&source.consumed),
             chunk.min(BLOCK),
             Arc::clone(&copied),
             scan_ahead,
         );
         ByteStream {
             src,
-            text: String::new(),
+            text: BlockText::default(),
             window_is_stitch: false,
             stitch: String::new(),
             pending: None,
@@ -111,6 +115,7 @@ impl<'p> ByteStream<'p> {
             ahead: VecDeque::new(),
             scanned_ahead: 0,
             scanned_here: 0,
+            mapped: 0,
             pos: 0,
             base: 0,
             eof: false,
@@ -166,7 +171,7 @@ impl<'p> ByteStream<'p> {
                 // The unread text is all in the block's head: read on in the block.
                 let from = pending.from;
                 let stitch = std::mem::replace(&mut self.text, pending.block);
-                self.stitch = stitch;
+                self.stitch = stitch.into_buffer();
                 self.window_is_stitch = false;
                 self.pos = from - unread + (self.pos - cut);
                 self.base = pending.base;
@@ -184,7 +189,7 @@ impl<'p> ByteStream<'p> {
                     to += 1;
                 }
                 self.count_copied(to - pending.from);
-                self.text.push_str(&block[pending.from..to]);
+                self.text.buffer_mut().push_str(&block[pending.from..to]);
                 if to < block.len() {
                     self.pending = Some(Pending {
                         from: to,
@@ -220,6 +225,9 @@ impl<'p> ByteStream<'p> {
         };
         let block_base = self.received;
         self.received += block.len() as u64;
+        if matches!(block, BlockText::Mapped(_)) {
+            self.mapped += block.len() as u64;
+        }
         let cut = self.unread_start();
         if cut == self.text.len() {
             // Nothing unread: the block is the window.
@@ -236,7 +244,7 @@ impl<'p> ByteStream<'p> {
             head += 1;
         }
         self.count_copied(head);
-        self.text.push_str(&block[..head]);
+        self.text.buffer_mut().push_str(&block[..head]);
         if head < block.len() {
             self.pending = Some(Pending {
                 block,
@@ -289,12 +297,12 @@ impl<'p> ByteStream<'p> {
     fn drop_read(&mut self, cut: usize) {
         self.count_copied(self.text.len() - cut);
         if self.window_is_stitch {
-            self.text.drain(..cut);
+            self.text.buffer_mut().drain(..cut);
         } else {
             let mut stitch = std::mem::take(&mut self.stitch);
             stitch.clear();
             stitch.push_str(&self.text[cut..]);
-            let block = std::mem::replace(&mut self.text, stitch);
+            let block = std::mem::replace(&mut self.text, BlockText::Buffer(stitch));
             self.recycle(block);
             self.window_is_stitch = true;
         }
@@ -303,16 +311,16 @@ impl<'p> ByteStream<'p> {
     }
 
     /// The window just replaced: the stitch buffer is kept, a block goes back.
-    fn keep_old_window(&mut self, old: String) {
+    fn keep_old_window(&mut self, old: BlockText) {
         if self.window_is_stitch {
-            self.stitch = old;
+            self.stitch = old.into_buffer();
         } else {
             self.recycle(old);
         }
     }
 
     /// Hands a read block back to the reading thread for reuse.
-    fn recycle(&self, block: String) {
+    fn recycle(&self, block: BlockText) {
         let _ = self.src.spare.try_send(block);
     }
 

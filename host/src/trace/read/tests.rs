@@ -1407,6 +1407,48 @@ fn text_reaches_the_parser_without_being_copied_between_buffers() {
     }
 }
 
+#[test]
+fn a_plain_file_is_read_where_it_is_mapped_and_reads_as_its_gzip_stream_does() {
+    let text = bulk_trace(120);
+    // One invalid byte: the block holding it is decoded into a buffer instead.
+    let mut broken = text.clone().into_bytes();
+    let at = text.find("aten::mm").unwrap() + 2;
+    broken[at] = 0xff;
+    let dir = tempfile::tempdir().unwrap();
+    for (bytes, all_mapped) in [(text.into_bytes(), true), (broken, false)] {
+        let plain = dir.path().join("t.json");
+        std::fs::write(&plain, &bytes).unwrap();
+        let gzip = dir.path().join("t.json.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(&bytes).unwrap();
+        std::fs::write(&gzip, enc.finish().unwrap()).unwrap();
+        // Blocks of 1 and 3 bytes cut every 2-byte character (`é`, `ü`) and the invalid one.
+        for block in [1, 3, 4096, 256 << 10] {
+            let (mapped, counts) =
+                read_trace_counted(&plain, &mut |_| {}, block, EventParser::Fast);
+            let (streamed, stream_counts) =
+                read_trace_counted(&gzip, &mut |_| {}, block, EventParser::Fast);
+            let (mapped, mut streamed) = (mapped.unwrap(), streamed.unwrap());
+            streamed.path = mapped.path.clone();
+            assert!(mapped == streamed, "block {block}");
+            assert_eq!(mapped.event_count, 120);
+            assert_eq!(stream_counts.mapped, 0);
+            if all_mapped {
+                assert_eq!(counts.mapped, mapped.json_bytes, "block {block}");
+            } else {
+                let names =
+                    (0..mapped.cpu_ops.len()).map(|i| mapped.name(mapped.cpu_ops.at(i).name));
+                assert_eq!(names.filter(|n| *n == "at\u{fffd}n::mm").count(), 1);
+                // All but the one block with the invalid byte (a block may run 3 bytes
+                // long, to the end of a character).
+                let file_len = bytes.len() as u64;
+                assert!(counts.mapped < file_len, "block {block}");
+                assert!(counts.mapped + block as u64 + 3 >= file_len, "block {block}");
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Scanning ahead (issue 22): the scan-ahead thread's events are the parser's own.
 
