@@ -10,6 +10,7 @@ use llm_triage::exit;
 
 fn main() {
     keep_large_blocks_mapped();
+    report_bus_errors();
     // As the predecessor: no arguments at all prints the help, and that is no error.
     if std::env::args_os().len() <= 1 {
         let _ = Cli::command().print_help();
@@ -36,6 +37,32 @@ fn keep_large_blocks_mapped() {
     // SAFETY: mallopt only sets an allocator parameter; called before any thread starts.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+    }
+}
+
+/// A plain trace is read where it is mapped (`trace/read/source.rs`); should another
+/// process truncate it mid-read, touching the lost pages raises SIGBUS, which would end
+/// the process with no word. This says what happened, as the one-line error of a bad
+/// input, and exits with that code. (Plugin libraries are mapped too, but checked
+/// against their size before, `plugins/library_file.rs`.)
+fn report_bus_errors() {
+    extern "C" fn on_bus_error(_: libc::c_int) {
+        const MESSAGE: &[u8] = b"llm-triage: error: a file read where it is mapped (a plain \
+            trace) lost bytes while it was read (SIGBUS: another process truncated it, or \
+            the storage failed); triage a copy that nothing else writes to\n";
+        // SAFETY: write(2) and _exit(2) are async-signal-safe; the message is static.
+        unsafe {
+            libc::write(2, MESSAGE.as_ptr().cast(), MESSAGE.len());
+            libc::_exit(exit::INPUT);
+        }
+    }
+    // SAFETY: installs a handler that calls only async-signal-safe functions; called
+    // before any thread starts.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_bus_error as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut());
     }
 }
 

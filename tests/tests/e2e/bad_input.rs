@@ -240,3 +240,37 @@ fn a_directory_where_no_trace_can_be_read_fails_naming_the_file() {
         path.to_str().unwrap(),
     );
 }
+
+/// A plain trace is read where it is mapped, and a file truncated mid-read raises SIGBUS
+/// when the lost pages are touched. That ends the run with the one line and the exit
+/// code of bad input, not with a silent death by signal. (A real truncation is a race
+/// with the read; the signal itself is not, so the run is sent one while it waits on a
+/// server that accepted it and says nothing.)
+#[test]
+fn a_bus_error_ends_the_run_with_one_line_and_the_input_code() {
+    use std::process::{Command, Stdio};
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", server.local_addr().unwrap());
+    let child = Command::new(target_dir().join("llm-triage"))
+        .args(["--framework", "vllm", "--url", &url])
+        .env("XDG_DATA_HOME", empty_xdg_data_home())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Connected, so past `main`'s first lines, where the handler is installed.
+    let (_held, _) = server.accept().unwrap();
+    let killed = Command::new("kill")
+        .args(["-BUS", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{:?}: {err}", out.status);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err:?}");
+    assert!(
+        err.contains("(a plain trace) lost bytes while it was read"),
+        "{err}"
+    );
+}

@@ -1443,7 +1443,10 @@ fn a_plain_file_is_read_where_it_is_mapped_and_reads_as_its_gzip_stream_does() {
                 // long, to the end of a character).
                 let file_len = bytes.len() as u64;
                 assert!(counts.mapped < file_len, "block {block}");
-                assert!(counts.mapped + block as u64 + 3 >= file_len, "block {block}");
+                assert!(
+                    counts.mapped + block as u64 + 3 >= file_len,
+                    "block {block}"
+                );
             }
         }
     }
