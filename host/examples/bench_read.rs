@@ -7,9 +7,10 @@
 //! ```
 //!
 //! A file it kept (`--keep DIR`) is read alone by `bench_read --child DIR/big.json
-//! [--digest]`; `--digest` reads it as `--all-ranks` reads a rank it only digests (lean,
-//! no scan-ahead thread), the read to put under `valgrind --tool=callgrind` to follow that
-//! read's cost in instructions.
+//! [--digest | --one-thread]`; `--digest` reads it as `--all-ranks` reads a rank it only
+//! digests (lean, no scan-ahead thread), `--one-thread` in full with no scan-ahead thread.
+//! Those two are the reads to put under `valgrind --tool=callgrind`: with all the parsing
+//! on one thread, their instruction counts are the same every run.
 //!
 //! It tiles a real trace (default `shared/traces/AMD-AGI__TraceLens__eager_trace.json.gz`)
 //! into a temporary `big.json` of about `--size-mb` million bytes, shifting timestamps and
@@ -33,7 +34,10 @@ fn main() {
         let scope = match args.get(3).map(String::as_str) {
             None => None,
             Some("--digest") => Some(ReadScope::Digest),
-            Some(other) => panic!("--child FILE takes --digest or nothing, not {other}"),
+            Some("--one-thread") => Some(ReadScope::Full),
+            Some(other) => {
+                panic!("--child FILE takes --digest, --one-thread or nothing, not {other}")
+            }
         };
         child(Path::new(&args[2]), scope);
         return;

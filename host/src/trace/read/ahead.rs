@@ -20,9 +20,10 @@
 
 use std::borrow::Cow;
 
-use super::raw::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text};
+use super::raw::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text, Time};
 use super::scan::{scan_event, Scan};
 use super::ReadScope;
+use crate::trace::event::Ns;
 
 /// One element the scanner read: where it starts in the document, its length and its
 /// fields.
@@ -39,6 +40,13 @@ struct Span {
     len: u32,
 }
 
+/// A [`Time`] with a span.
+#[derive(Clone, Copy)]
+enum TimeSpan {
+    Text(Span),
+    Ns(Ns),
+}
+
 #[derive(Clone, Copy)]
 enum LabelSpan {
     Text(Span),
@@ -50,8 +58,8 @@ pub(super) struct ScannedEvent {
     name: Option<Span>,
     ph: Option<Span>,
     cat: Option<Span>,
-    ts: Option<Span>,
-    dur: Option<Span>,
+    ts: Option<TimeSpan>,
+    dur: Option<TimeSpan>,
     pid: Option<LabelSpan>,
     tid: Option<LabelSpan>,
     args: Option<ScannedArgs>,
@@ -102,6 +110,14 @@ impl Spans<'_> {
         }
     }
 
+    fn time(&self, t: Option<Time>) -> Result<Option<TimeSpan>, ()> {
+        match t {
+            None => Ok(None),
+            Some(Time::Ns(ns)) => Ok(Some(TimeSpan::Ns(ns))),
+            Some(Time::Text(RawText(s))) => self.span(s).map(|s| Some(TimeSpan::Text(s))).ok_or(()),
+        }
+    }
+
     fn label(&self, l: Option<&Label>) -> Result<Option<LabelSpan>, ()> {
         match l {
             None => Ok(None),
@@ -147,8 +163,8 @@ impl ScannedEvent {
             name: s.text(event.name.as_ref()).ok()?,
             ph: s.text(event.ph.as_ref()).ok()?,
             cat: s.text(event.cat.as_ref()).ok()?,
-            ts: s.raw(event.ts).ok()?,
-            dur: s.raw(event.dur).ok()?,
+            ts: s.time(event.ts).ok()?,
+            dur: s.time(event.dur).ok()?,
             pid: s.label(event.pid.as_ref()).ok()?,
             tid: s.label(event.tid.as_ref()).ok()?,
             args,
@@ -169,6 +185,13 @@ impl ScannedEvent {
         };
         let text = |span| get(span).map(|s| s.map(|s| Text(Cow::Borrowed(s))));
         let raw = |span| get(span).map(|s| s.map(RawText));
+        let time = |t: Option<TimeSpan>| match t {
+            None => Ok(None),
+            Some(TimeSpan::Ns(ns)) => Ok(Some(Time::Ns(ns))),
+            Some(TimeSpan::Text(span)) => {
+                get(Some(span)).map(|s| s.map(|s| Time::Text(RawText(s))))
+            }
+        };
         let label = |l: Option<LabelSpan>| match l {
             None => Ok(None),
             Some(LabelSpan::Int(v)) => Ok(Some(Label::Int(v))),
@@ -214,8 +237,8 @@ impl ScannedEvent {
             name: text(self.name).ok()?,
             ph: text(self.ph).ok()?,
             cat: text(self.cat).ok()?,
-            ts: raw(self.ts).ok()?,
-            dur: raw(self.dur).ok()?,
+            ts: time(self.ts).ok()?,
+            dur: time(self.dur).ok()?,
             pid: label(self.pid).ok()?,
             tid: label(self.tid).ok()?,
             args,

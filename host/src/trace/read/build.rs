@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
@@ -14,7 +15,7 @@ use super::devices::DeviceProperties;
 use super::optional::{
     array_sym, compact_json, count, dim3, lone_surrogate_strings, ratio, string_text,
 };
-use super::raw::{Id, Label, RawArgs, RawEvent, RawText, Text};
+use super::raw::{Id, Label, RawArgs, RawEvent, RawText, Text, Time};
 use super::scan::Head;
 use super::stream::{json_fail, Fail};
 use super::surrogate::{has_surrogate_escape, replace_lone_surrogates};
@@ -40,7 +41,11 @@ pub(super) const MAX_META_BYTES: usize = 1 << 20;
 fn oversized_field(ev: &RawEvent) -> Option<&'static str> {
     let text = |t: &Option<Text>| t.as_ref().map_or(0, |t| t.0.len());
     let label = |l: &Option<Label>| l.as_ref().and_then(Label::as_text).map_or(0, str::len);
-    let time = |t: &Option<RawText>| t.map_or(0, |t| t.0.len());
+    let time = |t: &Option<Time>| match t {
+        Some(Time::Text(t)) => t.0.len(),
+        // At most 20 characters became it.
+        Some(Time::Ns(_)) | None => 0,
+    };
     [
         ("name", text(&ev.name)),
         ("ph", text(&ev.ph)),
@@ -76,6 +81,11 @@ pub(super) struct TraceSink {
     pub(super) oversized_optional: Vec<&'static str>,
     /// Reused for compacting shape texts, so reading them allocates nothing per event.
     scratch: String,
+    /// Each shape text as written (without a backslash, so with no lone surrogate to
+    /// count) and its compact form's symbol: a model runs the same ops on the same
+    /// shapes step after step, and a text seen before skips the compacting, a tenth of a
+    /// full read's instructions (issue 22's callgrind count).
+    shapes_as_written: FxHashMap<Box<str>, Sym>,
 }
 
 /// What an `X` event is, from its `cat`.
@@ -165,6 +175,7 @@ impl TraceSink {
             folded_names: Vec::new(),
             oversized_optional: Vec::new(),
             scratch: String::new(),
+            shapes_as_written: FxHashMap::default(),
         }
     }
 
@@ -427,7 +438,7 @@ impl TraceSink {
     }
 
     /// A kept event's `ts` and `dur` in ns; `None`, counted, where either is unusable.
-    fn span(&mut self, ts: Option<RawText>, dur: Option<RawText>) -> Option<(Ns, Ns)> {
+    fn span(&mut self, ts: Option<Time>, dur: Option<Time>) -> Option<(Ns, Ns)> {
         self.span_ns(micros_to_ns(ts), micros_to_ns(dur))
     }
 
@@ -547,13 +558,20 @@ impl TraceSink {
         field: &'static str,
     ) -> Option<Sym> {
         let text = self.optional_text(args, value, field)?;
+        if let Some(&sym) = self.shapes_as_written.get(text) {
+            return Some(sym);
+        }
         let trace = &mut self.trace;
-        array_sym(
+        let sym = array_sym(
             text,
             &mut trace.strings,
             &mut self.scratch,
             &mut trace.lone_surrogate_strings,
-        )
+        )?;
+        if memchr::memchr(b'\\', text.as_bytes()).is_none() {
+            self.shapes_as_written.insert(text.into(), sym);
+        }
+        Some(sym)
     }
 
     /// [`TraceSink::shape`] in a [`ReadScope::Digest`] read: what it counts (an

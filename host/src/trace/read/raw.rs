@@ -1,6 +1,6 @@
 //! One event as read: the borrowed fields later steps use (`RawEvent`, `RawArgs`) and the
 //! lenient value types that accept what Python's writers put there (`Label` for pids and
-//! tids, `Id` for link ids, `IntArg` for streams and devices, `RawText` for times).
+//! tids, `Id` for link ids, `IntArg` for streams and devices, `Time` for times).
 //!
 //! Both parsing tiers produce these: serde through the `Deserialize` impls below, and
 //! `scan.rs` directly, which is why the fields are visible to the whole reader.
@@ -12,7 +12,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::trace::event::{Interner, Sym};
+use crate::trace::event::{Interner, Ns, Sym};
 
 /// The fields of an event later steps use; every other field is skipped unallocated.
 #[derive(Deserialize)]
@@ -24,9 +24,9 @@ pub(super) struct RawEvent<'a> {
     #[serde(borrow, default)]
     pub(super) cat: Option<Text<'a>>,
     #[serde(borrow, default)]
-    pub(super) ts: Option<RawText<'a>>,
+    pub(super) ts: Option<Time<'a>>,
     #[serde(borrow, default)]
-    pub(super) dur: Option<RawText<'a>>,
+    pub(super) dur: Option<Time<'a>>,
     #[serde(borrow, default)]
     pub(super) pid: Option<Label<'a>>,
     #[serde(borrow, default)]
@@ -153,6 +153,21 @@ pub(super) struct RawText<'a>(pub(super) &'a str);
 impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         <&'a RawValue>::deserialize(d).map(|raw| RawText(raw.get()))
+    }
+}
+
+/// A `ts` or `dur`: its text as written (a number, or a string with its quotes), or, where
+/// the scanner read plain microseconds, their value in ns (the text and the value turned
+/// into it in one pass, as `time::micros_to_ns` would from the text).
+#[derive(Clone, Copy)]
+pub(super) enum Time<'a> {
+    Text(RawText<'a>),
+    Ns(Ns),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Time<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        RawText::deserialize(d).map(Time::Text)
     }
 }
 

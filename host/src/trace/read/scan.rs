@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 
 use super::build::MAX_VALUE_BYTES;
-use super::raw::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text};
+use super::raw::{Id, IntArg, Label, RawArgs, RawEvent, RawText, Text, Time};
 use super::time::decimal_micros_to_ns;
 use super::ReadScope;
 use crate::trace::event::Ns;
@@ -720,18 +720,23 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A `ts`/`dur`: the number's text, or a string's text with its quotes (the raw
-    /// value serde would hand over).
-    fn time(&mut self) -> Step<RawText<'a>> {
+    /// A `ts`/`dur`: plain microseconds in ns, read in one pass (as `lean_time`); else
+    /// the number's text, or a string's text with its quotes (the raw value serde would
+    /// hand over).
+    fn time(&mut self) -> Step<Time<'a>> {
         let first = self.skip_ws()?;
         let start = self.pos;
+        if let Some((ns, end)) = plain_time(self.bytes, start) {
+            self.pos = end;
+            return Ok(Time::Ns(ns));
+        }
         match first {
             b'"' => {
                 self.plain_string()?;
             }
             _ => self.number()?,
         }
-        Ok(RawText(&self.text[start..self.pos]))
+        Ok(Time::Text(RawText(&self.text[start..self.pos])))
     }
 
     /// `correlation` / `External id`: integers and `null`; digit strings as serde's `Id`

@@ -1085,6 +1085,38 @@ fn lone_surrogates_in_shapes_and_kernel_names_are_repaired_and_counted() {
 }
 
 #[test]
+fn a_shape_text_seen_before_reads_as_it_did_and_its_lone_surrogates_count_each_time() {
+    // The sink keeps each shape text as written with its symbol (`shapes_as_written`):
+    // a repeat must give the same symbol, a repeat written otherwise too, and a repeat
+    // with a lone surrogate must still count it.
+    let op = |dims: &str| {
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 0, "tid": 1, "ts": 1, "dur": 5, "args": {{"Input Dims": {dims}}}}}"#
+        )
+    };
+    let events = [
+        op("[[2, 3], []]"),
+        op("[[2, 3], []]"),
+        op("[[2,3],[]]"),
+        op("[[2,\n 3], [ ]]"),
+        op(r#"["a\ud800"]"#),
+        op(r#"["a\ud800"]"#),
+        op("[[2, 4]]"),
+    ];
+    let events: Vec<&str> = events.iter().map(String::as_str).collect();
+    let t = read_events_in_chunks(&events, &[CHUNK, 5]);
+    let dims: Vec<Option<&str>> = (0..t.cpu_ops.len())
+        .map(|i| t.cpu_ops.at(i).input_dims.map(|s| t.name(s)))
+        .collect();
+    let (same, surrogate) = (Some("[[2,3],[]]"), Some(r#"["a\ufffd"]"#));
+    let want = [same, same, same, same, surrogate, surrogate, Some("[[2,4]]")];
+    assert_eq!(dims, want);
+    let syms: Vec<_> = (0..4).map(|i| t.cpu_ops.at(i).input_dims).collect();
+    assert!(syms.iter().all(|s| *s == syms[0]));
+    assert_eq!(t.lone_surrogate_strings, 2);
+}
+
+#[test]
 fn optional_values_past_the_limit_are_dropped_and_counted_and_the_event_kept() {
     // In place (the event under 8 MiB) and member by member (past it), alike.
     let huge_dims = format!("[[{}1]]", "1, ".repeat(MAX_VALUE_BYTES / 3 + 1));

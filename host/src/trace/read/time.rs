@@ -3,14 +3,17 @@
 //! `NaN` / `Infinity` literals, which are not JSON, rewritten to `null` so serde can read
 //! the event around them (the value then counts as absent).
 
-use super::raw::RawText;
+use super::raw::{RawText, Time};
 use crate::trace::event::Ns;
 
 /// Microseconds (a JSON number or numeric string) to integer nanoseconds, exactly from
 /// the decimal text; rounds to the nearest ns past three decimals. `None` for absent,
 /// `null` and non-numeric values.
-pub(super) fn micros_to_ns(raw: Option<RawText>) -> Option<Ns> {
-    let text = raw?.0;
+pub(super) fn micros_to_ns(raw: Option<Time>) -> Option<Ns> {
+    let text = match raw? {
+        Time::Ns(ns) => return Some(ns),
+        Time::Text(RawText(text)) => text,
+    };
     let text = match text.as_bytes().first() {
         Some(b'"') => text.get(1..text.len().saturating_sub(1))?.trim(),
         _ => text,
