@@ -900,6 +900,14 @@ impl<'a> Cursor<'a> {
     /// Skips any value, checking it as serde's `IgnoredAny` would; `depth` is the
     /// nesting of the enclosing object.
     fn skip_value(&mut self, depth: usize) -> Step<()> {
+        // Most skipped values are a CPU op's shape lists (`Input Dims`, `Input Strides`,
+        // ...): arrays of numbers and plain strings, checked in one tight loop.
+        if self.skip_ws()? == b'[' {
+            if let Some(end) = plain_array_end(self.bytes, self.pos, MAX_DEPTH - depth) {
+                self.pos = end;
+                return Ok(());
+            }
+        }
         // The open containers as a bit stack (1 = object), innermost in bit 0.
         let mut objects: u64 = 0;
         let mut open = 0usize;
@@ -946,6 +954,102 @@ impl<'a> Cursor<'a> {
             }
         }
     }
+}
+
+/// The end of the array at `i` when it holds only arrays (nested at most `room` deep,
+/// itself included), numbers and strings without escapes or control characters, each
+/// as JSON's grammar has it: what [`Cursor::skip_value`] would accept of it, where it
+/// would end. `None` for anything else, or an array past the end of `bytes`, which the
+/// general walk then judges.
+fn plain_array_end(bytes: &[u8], mut i: usize, room: usize) -> Option<usize> {
+    let ws = |mut i: usize| {
+        while matches!(bytes.get(i)?, b' ' | b'\n' | b'\r' | b'\t') {
+            i += 1;
+        }
+        Some(i)
+    };
+    let mut open = 0usize;
+    loop {
+        // A value, or the `]` of an array just opened.
+        i = ws(i)?;
+        match *bytes.get(i)? {
+            b'[' => {
+                open += 1;
+                if open > room {
+                    return None;
+                }
+                i = ws(i + 1)?;
+                if *bytes.get(i)? != b']' {
+                    continue;
+                }
+                open -= 1;
+                i += 1;
+            }
+            b'"' => {
+                let end = string_stop(bytes, i + 1);
+                if *bytes.get(end)? != b'"' {
+                    return None;
+                }
+                i = end + 1;
+            }
+            b'-' | b'0'..=b'9' => i = number_end(bytes, i)?,
+            _ => return None,
+        }
+        // After a value: the next one, or the ends of arrays.
+        loop {
+            if open == 0 {
+                return Some(i);
+            }
+            i = ws(i)?;
+            match *bytes.get(i)? {
+                b',' => {
+                    i += 1;
+                    break;
+                }
+                b']' => {
+                    open -= 1;
+                    i += 1;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// The end of the JSON number at `i`, when it ends inside `bytes` (as
+/// [`Cursor::number`] checks it).
+fn number_end(bytes: &[u8], mut i: usize) -> Option<usize> {
+    // Byte by byte: a shape's numbers are a few digits, too short for `digit_end`'s
+    // sixteen-byte steps to pay.
+    let digits = |start: usize| {
+        let mut end = start;
+        while bytes.get(end)?.is_ascii_digit() {
+            end += 1;
+        }
+        (end > start).then_some(end)
+    };
+    if *bytes.get(i)? == b'-' {
+        i += 1;
+    }
+    if *bytes.get(i)? == b'0' {
+        i += 1;
+        if bytes.get(i)?.is_ascii_digit() {
+            return None;
+        }
+    } else {
+        i = digits(i)?;
+    }
+    if *bytes.get(i)? == b'.' {
+        i = digits(i + 1)?;
+    }
+    if matches!(*bytes.get(i)?, b'e' | b'E') {
+        i += 1;
+        if matches!(*bytes.get(i)?, b'+' | b'-') {
+            i += 1;
+        }
+        i = digits(i)?;
+    }
+    Some(i)
 }
 
 /// The number at `i` when it is plain microseconds: 1 to 16 integer digits (no leading
@@ -1584,6 +1688,63 @@ mod tests {
         let kineto = "{\n      \"Python parent id\": 1, \"Python id\": 2, \"Ev Idx\": 3\n    }";
         assert_eq!(flat_object_end(kineto.as_bytes(), 0), Some(kineto.len()));
         assert!(accepted > 40, "{accepted}");
+    }
+
+    #[test]
+    fn plain_arrays_end_where_serde_ends_them_and_decline_the_rest() {
+        // (array text, whether the one-loop path takes it); each is followed by `}` in
+        // the text read, as a value in `args` is.
+        let cases = [
+            ("[]", true),
+            ("[ ]", true),
+            ("[[512, 1], [], [], [], []]", true),
+            ("[[1,2880],[2880,25136]]", true),
+            ("[\n  [1,\n 2],\t[ ]\r\n]", true),
+            (r#"["", "0", "[1, 512]", "c10::BFloat16", "é ✓"]"#, true),
+            ("[0, -1, 1.5, -0.25e-3, 2E+10, 10]", true),
+            ("[[[[[[1]]]]]]", true),
+            // Not taken: escapes, literals, objects (the general walk reads them).
+            (r#"["a\"b"]"#, false),
+            ("[true, null]", false),
+            (r#"[{"a": 1}]"#, false),
+            // Invalid JSON, declined for the general walk to refuse.
+            ("[1,]", false),
+            ("[,1]", false),
+            ("[01]", false),
+            ("[1.]", false),
+            ("[.5]", false),
+            ("[-]", false),
+            ("[1e]", false),
+            ("[1 2]", false),
+            ("[[1]", false),
+            ("[\"a\u{1}\"]", false),
+            ("[+1]", false),
+        ];
+        for (array, taken) in cases {
+            let text = format!("{array}}}");
+            let end = plain_array_end(text.as_bytes(), 0, MAX_DEPTH);
+            assert_eq!(end.is_some(), taken, "{array:?}");
+            if let Some(end) = end {
+                assert_eq!(end, array.len(), "{array:?}");
+                assert!(serde_json::from_str::<serde::de::IgnoredAny>(array).is_ok());
+            }
+            // Whatever the path, the skip agrees with serde on the value.
+            let mut cursor = Cursor {
+                text: &text,
+                bytes: text.as_bytes(),
+                pos: 0,
+                lean: false,
+            };
+            let skipped = cursor.skip_value(2).is_ok() && cursor.pos == array.len();
+            let serde_ok = serde_json::from_str::<serde::de::IgnoredAny>(array).is_ok();
+            assert_eq!(skipped, serde_ok, "{array:?}");
+        }
+        // Nesting: taken up to `room` arrays deep, declined past it.
+        assert_eq!(plain_array_end(b"[[[1]]]}", 0, 3), Some(7));
+        assert_eq!(plain_array_end(b"[[[1]]]}", 0, 2), None);
+        // Cut by the end of the text: left to the general walk (which asks for more).
+        assert_eq!(plain_array_end(b"[[1, 2]", 0, MAX_DEPTH), None);
+        assert_eq!(plain_array_end(b"[1, 23", 0, MAX_DEPTH), None);
     }
 
     #[test]

@@ -1109,7 +1109,15 @@ fn a_shape_text_seen_before_reads_as_it_did_and_its_lone_surrogates_count_each_t
         .map(|i| t.cpu_ops.at(i).input_dims.map(|s| t.name(s)))
         .collect();
     let (same, surrogate) = (Some("[[2,3],[]]"), Some(r#"["a\ufffd"]"#));
-    let want = [same, same, same, same, surrogate, surrogate, Some("[[2,4]]")];
+    let want = [
+        same,
+        same,
+        same,
+        same,
+        surrogate,
+        surrogate,
+        Some("[[2,4]]"),
+    ];
     assert_eq!(dims, want);
     let syms: Vec<_> = (0..4).map(|i| t.cpu_ops.at(i).input_dims).collect();
     assert!(syms.iter().all(|s| *s == syms[0]));
