@@ -173,53 +173,57 @@ impl Locator {
     /// the module doc), the calling module, and the innermost engine frame when the
     /// location is another (a model frame outside it). `None` without a location.
     pub fn site(&self, frames: &[&str]) -> Option<Site> {
-        let parsed: Vec<Frame<'_>> = frames.iter().rev().filter_map(|f| parse_frame(f)).collect();
-        let engine_frames = || {
-            parsed.iter().filter_map(|frame| {
-                let path = normalize_path(frame.path);
-                if self.is_wrapper(&path, frame.function) {
-                    return None;
-                }
-                let shown = self.shown_from_source_root(&path)?;
-                Some((
-                    format!("{shown}:{} {}", frame.line, frame.function),
-                    is_model_file(shown),
-                ))
-            })
-        };
         let module = innermost_module(frames).map(String::from);
-        let engine = engine_frames().next().map(|(text, _)| text);
-        // The model's frame only where a module frame says which layer it called: a
-        // stack recorded without `with_modules` keeps the engine frame, which does.
-        let model = engine_frames()
-            .find(|(_, model)| *model)
-            .map(|(text, _)| text)
-            .filter(|_| module.is_some());
+        // One pass, innermost first: the first engine frame (pass 2), the first model
+        // frame among the engine frames (pass 1), and the first frame outside the engine
+        // that is not infrastructure (pass 3, which counts only where no frame is in
+        // the engine). Each frame is classified once; the pass ends as soon as the
+        // frames it still needs cannot change the answer.
+        let mut engine: Option<String> = None;
+        let mut model: Option<String> = None;
+        let mut outside: Option<String> = None;
+        for frame in frames.iter().rev().filter_map(|f| parse_frame(f)) {
+            let path = normalize_path(frame.path);
+            if self.is_wrapper(&path, frame.function) {
+                continue;
+            }
+            match self.shown_from_source_root(&path) {
+                Some(shown) => {
+                    let is_model = is_model_file(shown);
+                    if engine.is_none() || is_model {
+                        let text = format!("{shown}:{} {}", frame.line, frame.function);
+                        if is_model {
+                            model = Some(text.clone());
+                        }
+                        engine.get_or_insert(text);
+                    }
+                }
+                None if outside.is_none() && !is_infrastructure(&path) => {
+                    outside = Some(format!(
+                        "{}:{} {}",
+                        model_path(&path),
+                        frame.line,
+                        frame.function
+                    ));
+                }
+                None => {}
+            }
+            // The model frame counts only where a module frame says which layer it
+            // called: a stack recorded without `with_modules` keeps the engine frame.
+            if engine.is_some() && (model.is_some() || module.is_none()) {
+                break;
+            }
+        }
+        let model = model.filter(|_| module.is_some());
         let location = model
             .clone()
             .or_else(|| engine.clone())
-            .or_else(|| self.outside_engine(&parsed))?;
+            .or(outside)?;
         let launch_frame = engine.filter(|e| model.is_some() && *e != location);
         Some(Site {
             location,
             module,
             launch_frame,
-        })
-    }
-
-    /// Pass 3: the innermost frame of model code outside the engine.
-    fn outside_engine(&self, parsed: &[Frame<'_>]) -> Option<String> {
-        parsed.iter().find_map(|frame| {
-            let path = normalize_path(frame.path);
-            if self.is_wrapper(&path, frame.function) || is_infrastructure(&path) {
-                return None;
-            }
-            Some(format!(
-                "{}:{} {}",
-                model_path(&path),
-                frame.line,
-                frame.function
-            ))
         })
     }
 
