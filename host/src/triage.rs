@@ -407,6 +407,10 @@ pub(crate) fn run_observed(
     // at 1 GB (CPU ms, LLM_TRIAGE_PHASES=1): kernel tables 25-45, overlap 55-85, model
     // class 3, rooflines 27-45 against facts 8-12, timelines 63-74, layers 32-35.
     // The run's model class and facts (each a pass over every Python frame) go one to each.
+    // The two that hold the most while they run (overlap and timelines: ~13 MB each at
+    // 1 GB, over the 68 MB the trace and its links keep) go at opposite ends of their
+    // groups, so they seldom run at once: side by side they made the triage's peak RSS
+    // (96 MB at 1 GB, issue 22's bar being a tenth of the JSON).
     let (
         ((stages, every_row), overlap, model_class_found, (rooflines, roofline_notes)),
         (facts, timelines, layers),
@@ -415,10 +419,10 @@ pub(crate) fn run_observed(
             let mut group = Phases::of_thread(timed, "  group 1: ");
             // Rows are summed once; the fuse matcher sees every row, the table only
             // those above the cut (small split kernels are fusion evidence).
-            let tables = kernel_tables_with_every_row(&staged, &formal.locator, families, &options);
-            group.done("kernel tables");
             let overlap = overlap_tables(&overlap_inputs, &overlap_options);
             group.done("overlap");
+            let tables = kernel_tables_with_every_row(&staged, &formal.locator, families, &options);
+            group.done("kernel tables");
             let model_class_found = all_traces.iter().find_map(|t| model_class(t));
             group.done("model class");
             let rooflines = roofline::stage_rooflines(&staged, roofline_ops, &roof, &model_inputs);
@@ -429,10 +433,10 @@ pub(crate) fn run_observed(
             let mut group = Phases::of_thread(timed, "  group 2: ");
             let facts = run_facts(server_args, &all_traces);
             group.done("facts");
-            let timelines = stage_timelines(&staged, &formal.locator, families, &timeline_options);
-            group.done("timelines");
             let layers = stage_layers(&staged, &layer_inputs);
             group.done("layers");
+            let timelines = stage_timelines(&staged, &formal.locator, families, &timeline_options);
+            group.done("timelines");
             (facts, timelines, layers)
         },
     );
@@ -575,13 +579,34 @@ impl Phases {
         if let Some((wall, cpu)) = self.last {
             let (now, cpu_now) = (Instant::now(), cpu_ms(self.clock));
             eprintln!(
-                "llm-triage: phase {}{phase}: {:.1} ms wall, {:.1} ms CPU",
+                "llm-triage: phase {}{phase}: {:.1} ms wall, {:.1} ms CPU{}",
                 self.prefix,
                 (now - wall).as_secs_f64() * 1e3,
-                cpu_now - cpu
+                cpu_now - cpu,
+                memory_now()
             );
             self.last = Some((now, cpu_now));
         }
+    }
+}
+
+/// `, RSS <now> MB (peak <in the phase>)` from /proc/self/status, to find where peak
+/// memory is reached (issue 22 holds it to a tenth of the JSON); the peak is then reset
+/// (`clear_refs`), so the next phase's is its own (with the analysis groups on two
+/// threads, theirs overlap: `LLM_TRIAGE_ANALYSES=serial` tells them apart). Empty where
+/// /proc is not readable.
+fn memory_now() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    };
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    match (kib("VmRSS:"), kib("VmHWM:")) {
+        (Some(now), Some(peak)) => format!(", RSS {} MB (peak {} MB)", now / 1024, peak / 1024),
+        _ => String::new(),
     }
 }
 

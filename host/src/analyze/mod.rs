@@ -9,6 +9,7 @@ pub(crate) mod layers;
 pub mod location;
 pub(crate) mod overlap;
 pub mod roofline;
+pub(crate) mod sweep_points;
 #[cfg(test)]
 mod tests;
 pub(crate) mod timeline;

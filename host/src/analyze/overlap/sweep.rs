@@ -18,6 +18,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
 
+use crate::analyze::sweep_points::{AtOneInstant, SweepPoints};
 use crate::trace::event::Ns;
 
 /// The overlap table's kernel categories (the predecessor's five; a partner op is ranked
@@ -125,22 +126,24 @@ struct StreamState {
 
 /// Runs the sweep. Ops with no duration take no part (their exposure is zero).
 pub(crate) fn sweep(ops: &[SweepOp]) -> Sweep {
-    // (time, 0 = end / 1 = start, op): ends sort before starts at the same time, so
-    // back-to-back ops never overlap.
-    let mut points: Vec<(Ns, u8, u32)> = Vec::with_capacity(ops.len() * 2);
-    for (i, op) in ops.iter().enumerate() {
-        if op.end > op.start {
-            points.push((op.start, 1, i as u32));
-            points.push((op.end, 0, i as u32));
-        }
-    }
-    points.sort_unstable();
+    // Ends before starts at the same time, so back-to-back ops never overlap.
+    let with_length = (0..ops.len() as u32)
+        .filter(|&i| ops[i as usize].end > ops[i as usize].start)
+        .collect();
+    let points = SweepPoints::new(
+        with_length,
+        |i| ops[i as usize].start,
+        |i| ops[i as usize].end,
+        AtOneInstant::EndsFirst,
+    );
+    let span = points.span();
 
     let stream_count = ops.iter().map(|o| o.stream as usize + 1).max().unwrap_or(0);
     let mut streams: Vec<StreamState> = (0..stream_count).map(|_| StreamState::default()).collect();
     let mut active: BTreeSet<u32> = BTreeSet::new();
     let mut running_compute: u32 = 0;
-    let mut started: Vec<OpExposure> = vec![OpExposure::default(); ops.len()];
+    // An op's slot holds its stream's running totals from its start to its end, when
+    // it becomes the difference: the exposure.
     let mut result = Sweep {
         ops: vec![OpExposure::default(); ops.len()],
         ..Sweep::default()
@@ -148,7 +151,7 @@ pub(crate) fn sweep(ops: &[SweepOp]) -> Sweep {
     let mut seen_streams: BTreeSet<u32> = BTreeSet::new();
     let mut previous: Option<Ns> = None;
 
-    for &(time, kind, index) in &points {
+    for (time, is_end, index) in points {
         if let Some(prev) = previous {
             let segment = time - prev;
             if segment > 0 && !active.is_empty() {
@@ -167,8 +170,8 @@ pub(crate) fn sweep(ops: &[SweepOp]) -> Sweep {
         let state = &mut streams[op.stream as usize];
         let key = (op.category, op.dur(), Reverse(index));
         let is_compute = op.category == Category::Compute;
-        if kind == 1 {
-            started[index as usize] = OpExposure {
+        if !is_end {
+            result.ops[index as usize] = OpExposure {
                 hidden: state.hidden,
                 hidden_by_compute: state.hidden_by_compute,
                 same_stream: state.same_stream,
@@ -185,7 +188,7 @@ pub(crate) fn sweep(ops: &[SweepOp]) -> Sweep {
             seen_streams.insert(op.stream);
             result.max_concurrent_streams = result.max_concurrent_streams.max(active.len());
         } else {
-            let at_start = started[index as usize];
+            let at_start = result.ops[index as usize];
             result.ops[index as usize] = OpExposure {
                 hidden: state.hidden - at_start.hidden,
                 hidden_by_compute: state.hidden_by_compute - at_start.hidden_by_compute,
@@ -207,9 +210,7 @@ pub(crate) fn sweep(ops: &[SweepOp]) -> Sweep {
         }
     }
     result.streams = seen_streams.len();
-    let first = points.first().map(|p| p.0);
-    let last = points.last().map(|p| p.0);
-    if let (Some(first), Some(last)) = (first, last) {
+    if let Some((first, last)) = span {
         result.idle = (last - first) - result.busy;
     }
     result

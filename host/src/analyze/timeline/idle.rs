@@ -11,6 +11,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::analyze::sweep_points::{AtOneInstant, SweepPoints};
 use crate::trace::event::{Ns, Sym, Trace};
 use crate::trace::link::Linked;
 
@@ -66,25 +67,22 @@ pub(super) struct Sweep {
 
 /// Sweeps the start and end points of `ops` (any order; at least one op).
 pub(super) fn sweep(ops: &[SweepOp]) -> Sweep {
-    // (time, 0 = start | 1 = end, index): at one instant starts come first, so an op
-    // that starts where another ends leaves no zero-length gap.
-    let mut points: Vec<(Ns, u8, u32)> = Vec::with_capacity(ops.len() * 2);
-    for (i, op) in ops.iter().enumerate() {
-        points.push((op.start, 0, i as u32));
-        points.push((op.end, 1, i as u32));
-    }
-    points.sort_unstable();
+    // At one instant starts come first, so an op that starts where another ends
+    // leaves no zero-length gap.
+    let points = SweepPoints::new(
+        (0..ops.len() as u32).collect(),
+        |i| ops[i as usize].start,
+        |i| ops[i as usize].end,
+        AtOneInstant::StartsFirst,
+    );
     let mut running = [0u32; 3];
     let mut result = Sweep {
-        span: (
-            points.first().map_or(0, |p| p.0),
-            points.last().map_or(0, |p| p.0),
-        ),
+        span: points.span().unwrap_or((0, 0)),
         ..Sweep::default()
     };
     let mut last_t = result.span.0;
     let mut gap_open: Option<(Ns, u32)> = None;
-    for &(t, is_end, i) in &points {
+    for (t, is_end, i) in points {
         if t > last_t {
             let top = [BusyKind::Compute, BusyKind::Comm, BusyKind::Memcpy]
                 .into_iter()
@@ -103,7 +101,7 @@ pub(super) fn sweep(ops: &[SweepOp]) -> Sweep {
         }
         let op = &ops[i as usize];
         let slot = &mut running[op.kind as usize];
-        if is_end == 1 {
+        if is_end {
             *slot = slot.saturating_sub(1);
             if running == [0, 0, 0] {
                 gap_open = Some((t, op.op));
