@@ -4,7 +4,8 @@
 #
 #   scripts/bench.sh [SIZE_MB] [RUNS]      one size (defaults: 200 MB of JSON, 3 runs)
 #   scripts/bench.sh --scaling [RUNS]      100, 300, 1000 and 3000 MB: a table of time and
-#                                          memory (issue 22: within 10% of one MB/s)
+#                                          memory (issue 22: within 10% of one MB/s); the
+#                                          small sizes get more runs (RUNS x 1000 / MB, <= 15)
 #   scripts/bench.sh --ranks N [RUNS]      N ranks of 250 MB each (one file per rank, named
 #                                          rank<r>.pt.trace.json.gz): `--all-ranks` on their
 #                                          directory against one rank's triage; its time as a
@@ -96,7 +97,16 @@ bench_size() {
     fi
     : > "$work/zcat.txt"
     : > "$work/triage.txt"
-    for _ in $(seq "$runs"); do
+    # In a scaling table the small sizes get more runs (RUNS x 1000 / SIZE_MB, at most
+    # 15): a 0.2 s run moves by a tenth with the machine's noise, and the table compares
+    # throughputs within 10%.
+    local n=$runs
+    if $scaling; then
+        n=$((runs * 1000 / size_mb))
+        ((n < runs)) && n=$runs
+        ((n > 15)) && n=15
+    fi
+    for _ in $(seq "$n"); do
         timed "$work/zcat.txt" zcat "$gz"
         timed "$work/triage.txt" "$triage" --framework vllm --input "$input" --format "$format"
     done
@@ -111,7 +121,7 @@ bench_size() {
     echo "runs (wall s max-RSS-KB): zcat   $(paste -sd';' "$work/zcat.txt")" >&2
     echo "                          triage $(paste -sd';' "$work/triage.txt")" >&2
     awk -v j="$json_bytes" -v g="$gz_bytes" -v c="$copies" -v e="$events" -v z="$zcat_s" \
-        -v t="$triage_s" -v r="$rss_kb" -v n="$runs" -v p="$($plain && echo ', plain .json')" 'BEGIN {
+        -v t="$triage_s" -v r="$rss_kb" -v n="$n" -v p="$($plain && echo ', plain .json')" 'BEGIN {
         printf "JSON size              %.1f MB (%d events, %d copies; gzip %.1f MB)\n", j / 1e6, e, c, g / 1e6
         printf "zcat median            %.2f s  (%d runs, alternating)\n", z, n
         printf "llm-triage median      %.2f s  (%.0f MB/s of JSON%s)\n", t, j / 1e6 / t, p
