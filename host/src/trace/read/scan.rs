@@ -806,39 +806,7 @@ impl<'a> Cursor<'a> {
 
     /// Any JSON number, checked against the grammar.
     fn number(&mut self) -> Step<()> {
-        let b = self.bytes;
-        let mut i = self.pos;
-        let at = |i: usize| b.get(i).copied().ok_or(Stop::NeedMore);
-        // A run of at least one digit from `start`, which must end inside the text.
-        let digits = |start: usize| -> Step<usize> {
-            match digit_end(b, start) {
-                end if end >= b.len() => Err(Stop::NeedMore),
-                end if end == start => Err(Stop::Unusual),
-                end => Ok(end),
-            }
-        };
-        if at(i)? == b'-' {
-            i += 1;
-        }
-        if at(i)? == b'0' {
-            i += 1;
-            if at(i)?.is_ascii_digit() {
-                return Err(Stop::Unusual);
-            }
-        } else {
-            i = digits(i)?;
-        }
-        if at(i)? == b'.' {
-            i = digits(i + 1)?;
-        }
-        if matches!(at(i)?, b'e' | b'E') {
-            i += 1;
-            if matches!(at(i)?, b'+' | b'-') {
-                i += 1;
-            }
-            i = digits(i)?;
-        }
-        self.pos = i;
+        self.pos = number_end(self.bytes, self.pos, digit_end)?;
         Ok(())
     }
 
@@ -992,7 +960,9 @@ fn plain_array_end(bytes: &[u8], mut i: usize, room: usize) -> Option<usize> {
                 }
                 i = end + 1;
             }
-            b'-' | b'0'..=b'9' => i = number_end(bytes, i)?,
+            // Byte by byte: a shape's numbers are a few digits, too short for
+            // `digit_end`'s sixteen-byte steps to pay.
+            b'-' | b'0'..=b'9' => i = number_end(bytes, i, digit_end_bytes).ok()?,
             _ => return None,
         }
         // After a value: the next one, or the ends of arrays.
@@ -1016,40 +986,47 @@ fn plain_array_end(bytes: &[u8], mut i: usize, room: usize) -> Option<usize> {
     }
 }
 
-/// The end of the JSON number at `i`, when it ends inside `bytes` (as
-/// [`Cursor::number`] checks it).
-fn number_end(bytes: &[u8], mut i: usize) -> Option<usize> {
-    // Byte by byte: a shape's numbers are a few digits, too short for `digit_end`'s
-    // sixteen-byte steps to pay.
-    let digits = |start: usize| {
-        let mut end = start;
-        while bytes.get(end)?.is_ascii_digit() {
-            end += 1;
+/// The end of the JSON number at `i`, checked against the grammar: `NeedMore` where
+/// `bytes` ends first, `Unusual` where it is no number. `digit_run` finds the end of a
+/// run of digits (or `bytes.len()`): sixteen bytes a step for the scanner's long ids
+/// and times ([`digit_end`]), byte by byte for a shape's few-digit numbers.
+#[inline(always)]
+fn number_end(
+    bytes: &[u8],
+    mut i: usize,
+    digit_run: impl Fn(&[u8], usize) -> usize,
+) -> Step<usize> {
+    let at = |i: usize| bytes.get(i).copied().ok_or(Stop::NeedMore);
+    // A run of at least one digit from `start`, which must end inside the text.
+    let digits = |start: usize| -> Step<usize> {
+        match digit_run(bytes, start) {
+            end if end >= bytes.len() => Err(Stop::NeedMore),
+            end if end == start => Err(Stop::Unusual),
+            end => Ok(end),
         }
-        (end > start).then_some(end)
     };
-    if *bytes.get(i)? == b'-' {
+    if at(i)? == b'-' {
         i += 1;
     }
-    if *bytes.get(i)? == b'0' {
+    if at(i)? == b'0' {
         i += 1;
-        if bytes.get(i)?.is_ascii_digit() {
-            return None;
+        if at(i)?.is_ascii_digit() {
+            return Err(Stop::Unusual);
         }
     } else {
         i = digits(i)?;
     }
-    if *bytes.get(i)? == b'.' {
+    if at(i)? == b'.' {
         i = digits(i + 1)?;
     }
-    if matches!(*bytes.get(i)?, b'e' | b'E') {
+    if matches!(at(i)?, b'e' | b'E') {
         i += 1;
-        if matches!(*bytes.get(i)?, b'+' | b'-') {
+        if matches!(at(i)?, b'+' | b'-') {
             i += 1;
         }
         i = digits(i)?;
     }
-    Some(i)
+    Ok(i)
 }
 
 /// The number at `i` when it is plain microseconds: 1 to 16 integer digits (no leading
