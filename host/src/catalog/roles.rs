@@ -27,9 +27,9 @@ pub struct RoleSubject<'a> {
     pub kernel_tokens: &'a [String],
     /// Tokens of the innermost `nn.Module:` class of the launch stack, if any.
     pub module_tokens: Option<&'a [String]>,
-    /// Tokens of every enclosing `nn.Module:` class, outer to inner (the innermost not
-    /// among them).
-    pub inside_tokens: &'a [Vec<String>],
+    /// Tokens of every enclosing `nn.Module:` class (the innermost not among them), in
+    /// any order: a rule asks whether any of them matches.
+    pub inside_tokens: &'a [&'a [String]],
     /// Paths of the launch stack's Python frames.
     pub frame_paths: &'a [&'a str],
 }
@@ -259,11 +259,12 @@ mod tests {
             Some((inner, outer)) => (Some(inner.as_slice()), outer),
             None => (None, &module_tokens[..]),
         };
+        let outer: Vec<&[String]> = outer.iter().map(Vec::as_slice).collect();
         let subject = RoleSubject {
             family,
             kernel_tokens: &kernel_tokens,
             module_tokens: inner,
-            inside_tokens: outer,
+            inside_tokens: &outer,
             frame_paths: paths,
         };
         rules.name(rules.role_of(&subject)).to_string()
