@@ -10,7 +10,7 @@
 //! starts with the rest (`*gemm` matches `sgemm`).
 //!
 //! Fusion rows add two things ([`parse_fusion_pattern`]): a `re:` pattern is a regex
-//! anchored to the whole field, and a single-token pattern must be specific
+//! (`regex-lite` syntax: ASCII classes) anchored to the whole field, and a single-token pattern must be specific
 //! ([`GENERIC_TOKENS`], [`MIN_SINGLE_TOKEN_LEN`]). [`Pattern::matches`] matches one
 //! [`FieldText`]; building those texts from a trace is the analyses' job.
 //! `catalog/README.md` documents the language for catalog authors.
@@ -166,7 +166,7 @@ pub const MIN_SINGLE_TOKEN_LEN: usize = 4;
 pub fn parse_fusion_pattern(text: &str) -> Result<Pattern, String> {
     if let Some(body) = text.strip_prefix("re:") {
         let anchored = format!("^(?:{body})$");
-        let regex = regex::Regex::new(&anchored).map_err(|e| {
+        let regex = regex_lite::Regex::new(&anchored).map_err(|e| {
             format!(
                 "pattern {text:?} is not a valid regex: {}",
                 super::one_line(&e.to_string())
@@ -201,7 +201,7 @@ pub struct Pattern {
 #[derive(Clone, Debug)]
 enum PatternKind {
     Tokens(Vec<TokenMatcher>),
-    Regex(regex::Regex),
+    Regex(regex_lite::Regex),
 }
 
 impl Pattern {
@@ -212,7 +212,7 @@ impl Pattern {
         }
     }
 
-    pub fn regex(text: &str, regex: regex::Regex) -> Pattern {
+    pub fn regex(text: &str, regex: regex_lite::Regex) -> Pattern {
         Pattern {
             text: text.to_string(),
             kind: PatternKind::Regex(regex),
@@ -285,5 +285,40 @@ mod tests {
             ["ampere", "s", "16816", "gemm"]
         );
         assert!(tokens("").is_empty());
+    }
+
+    #[test]
+    fn regex_patterns_match_whole_fields_with_ascii_classes() {
+        let matches = |pattern: &str, text: &str| {
+            parse_fusion_pattern(pattern)
+                .unwrap()
+                .matches(&FieldText::new(text.to_string()))
+        };
+        let location = r"re:.*v1/sample/ops/topk_topp_sampler\.py:\d+ forward_native";
+        assert!(matches(
+            location,
+            "vllm/v1/sample/ops/topk_topp_sampler.py:104 forward_native"
+        ));
+        // Anchored at both ends.
+        assert!(!matches(
+            location,
+            "vllm/v1/sample/ops/topk_topp_sampler.py:104 forward_native_x"
+        ));
+        // `\d` is ASCII: an Arabic-Indic digit is not a line number.
+        assert!(!matches(
+            location,
+            "vllm/v1/sample/ops/topk_topp_sampler.py:\u{661} forward_native"
+        ));
+        // `.` is any character, so a name with non-ASCII text still matches `.*`.
+        assert!(matches(
+            "re:triton_poi_fused_.*silu.*",
+            "triton_poi_fused_\u{e9}_silu_0"
+        ));
+        // Unicode classes are refused at load, naming the pattern.
+        let refused = parse_fusion_pattern(r"re:\p{Greek}+").unwrap_err();
+        assert!(
+            refused.starts_with(r#"pattern "re:\\p{Greek}+" is not a valid regex: "#),
+            "{refused}"
+        );
     }
 }

@@ -375,7 +375,7 @@ Memset (Device)  memory     0.25 ms  25.0%         3  unresolved                
         assert!(coloured.contains("\x1b[33m 5.3%\x1b[0m"), "{coloured}");
         assert!(coloured.contains("\x1b[33m12.5%\x1b[0m"), "{coloured}");
         // Without the escape codes it is the plain text, byte for byte.
-        let stripped = regex::Regex::new("\x1b\\[[0-9;]*m")
+        let stripped = regex_lite::Regex::new("\x1b\\[[0-9;]*m")
             .unwrap()
             .replace_all(&coloured, "");
         assert_eq!(stripped, plain);

@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use crate::error::TriageError;
 
@@ -22,8 +22,10 @@ use crate::error::TriageError;
 pub const CAPTURE_DIR: &str = "capture_traces";
 
 static CAPTURE_NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:bs_\d+_rank_?(\d+)|graph_capture_rank_?(\d+))[_.].*json(?:\.gz)?$")
-        .expect("static capture-name pattern is valid")
+    Regex::new(
+        r"(?i)^(?:bs_[0-9]+_rank_?([0-9]+)|graph_capture_rank_?([0-9]+))[_.].*json(?:\.gz)?$",
+    )
+    .expect("static capture-name pattern is valid")
 });
 
 /// Whether `path` names a capture trace: in a `capture_traces/` directory, or named

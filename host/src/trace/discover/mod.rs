@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::SystemTime;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 pub mod capture_files;
 pub mod rank_files;
@@ -649,22 +649,20 @@ fn trace_shape(head: &[u8]) -> Result<(), String> {
 // Ranks from file names
 
 /// Rank patterns, first match wins (case-insensitive; the file name only). DP, CP, PP
-/// and EP indices are not ranks here. ASCII only (`(?i-u)`, `[0-9]`): a rank is parsed
-/// from ASCII digits anyway, and Unicode case folding and digit classes made these four
-/// a millisecond of every run's start-up to compile.
+/// and EP indices are not ranks here.
 static RANK_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         // trace_tp1.json, TokenSpeed …-DP0-CP0-TP1-EXTEND…, …-TP-0-DECODE…
-        r"(?i-u)(?:^|[_.-])tp-?([0-9]+)(?:[_.-]|$)",
+        r"(?i)(?:^|[_.-])tp-?([0-9]+)(?:[_.-]|$)",
         // SGLang/TokenSpeed TP-<r> anywhere.
-        r"(?i-u)tp-([0-9]+)",
+        r"(?i)tp-([0-9]+)",
         // vLLM rank0.*, TensorRT-LLM <base>-rank-<r>.json
-        r"(?i-u)(?:^|[_.-])rank-?([0-9]+)(?:[_.-]|$)",
+        r"(?i)(?:^|[_.-])rank-?([0-9]+)(?:[_.-]|$)",
         // Kineto's tensorboard handler: worker0.pt.trace.json
-        r"(?i-u)(?:^|[_.-])worker-?([0-9]+)(?:[_.-]|$)",
+        r"(?i)(?:^|[_.-])worker-?([0-9]+)(?:[_.-]|$)",
     ]
     .iter()
-    .filter_map(|p| Regex::new(p).ok())
+    .map(|p| Regex::new(p).expect("static rank pattern is valid"))
     .collect()
 });
 
