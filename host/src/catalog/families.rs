@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rustc_hash::FxHashSet;
 use serde::Deserialize;
 
 use super::pattern::{appears_consecutively, parse_pattern, tokens, TokenMatcher};
@@ -29,12 +30,21 @@ pub struct FamilyRule {
 }
 
 impl FamilyRule {
-    fn fires(&self, name_tokens: &[String]) -> bool {
-        let has = |m: &TokenMatcher| name_tokens.iter().any(|t| m.matches(t));
-        self.patterns
-            .iter()
-            .any(|pattern| appears_consecutively(pattern, name_tokens))
-            && self.all.iter().all(has)
+    /// Whether the rule fires on a name's tokens; `present` holds the same tokens, so
+    /// that a pattern with a token the name lacks is passed over without a scan (a long
+    /// C++ name has thousands of tokens, the rules hundreds of patterns).
+    fn fires(&self, name_tokens: &[String], present: &FxHashSet<&str>) -> bool {
+        let has = |m: &TokenMatcher| match m.exact() {
+            Some(token) => present.contains(token),
+            None => name_tokens.iter().any(|t| m.matches(t)),
+        };
+        self.patterns.iter().any(|pattern| {
+            pattern
+                .iter()
+                .filter_map(TokenMatcher::exact)
+                .all(|token| present.contains(token))
+                && appears_consecutively(pattern, name_tokens)
+        }) && self.all.iter().all(has)
     }
 }
 
@@ -63,7 +73,11 @@ impl FamilyRules {
         let rule = self.memo.get(raw_name).unwrap_or_else(|| {
             let text = demangle(raw_name);
             let name_tokens = tokens(text.as_deref().unwrap_or(raw_name));
-            let rule = self.rules.iter().position(|rule| rule.fires(&name_tokens));
+            let present: FxHashSet<&str> = name_tokens.iter().map(String::as_str).collect();
+            let rule = self
+                .rules
+                .iter()
+                .position(|rule| rule.fires(&name_tokens, &present));
             self.memo.put(raw_name, rule);
             rule
         });
@@ -412,7 +426,13 @@ mod tests {
             patterns: patterns.iter().map(|p| parse_pattern(p).unwrap()).collect(),
             all: all.iter().flat_map(|p| parse_pattern(p).unwrap()).collect(),
         };
-        let fires = |r: &FamilyRule, name: &str| r.fires(&tokens(name));
+        let fires = |r: &FamilyRule, name: &str| {
+            let name_tokens = tokens(name);
+            r.fires(
+                &name_tokens,
+                &name_tokens.iter().map(String::as_str).collect(),
+            )
+        };
         let fill = rule(&["fill"], &[]);
         assert!(fires(&fill, "FillFunctor"));
         assert!(!fires(&fill, "BatchPrefillWithPagedKVCacheKernel"));

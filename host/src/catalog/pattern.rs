@@ -20,37 +20,37 @@ use serde::{Serialize, Serializer};
 /// Lower-case tokens of a kernel name (see the module docs).
 pub fn tokens(name: &str) -> Vec<String> {
     let mut out = Vec::new();
+    // Only ASCII letters and digits make tokens, so the text is cut as bytes: each byte
+    // of a multi-byte character is a separator, as the character is.
     for word in name
-        .split(|c: char| !c.is_ascii_alphanumeric())
+        .as_bytes()
+        .split(|b| !b.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
     {
-        let chars: Vec<char> = word.chars().collect();
         let mut start = 0;
-        for i in 1..chars.len() {
-            let (prev, cur) = (chars[i - 1], chars[i]);
-            let next_is_lower = chars.get(i + 1).is_some_and(|c| c.is_ascii_lowercase());
+        for i in 1..word.len() {
+            let (prev, cur) = (word[i - 1], word[i]);
+            let next_is_lower = word.get(i + 1).is_some_and(u8::is_ascii_lowercase);
             let boundary = (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
                 || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_is_lower)
                 || (prev.is_ascii_alphabetic() && cur.is_ascii_digit())
                 || (prev.is_ascii_digit() && cur.is_ascii_alphabetic());
             if boundary {
-                out.push(
-                    chars[start..i]
-                        .iter()
-                        .collect::<String>()
-                        .to_ascii_lowercase(),
-                );
+                out.push(lower_case(&word[start..i]));
                 start = i;
             }
         }
-        out.push(
-            chars[start..]
-                .iter()
-                .collect::<String>()
-                .to_ascii_lowercase(),
-        );
+        out.push(lower_case(&word[start..]));
     }
     out
+}
+
+/// One token's text: ASCII letters and digits, lower-cased.
+fn lower_case(token: &[u8]) -> String {
+    token
+        .iter()
+        .map(|&b| char::from(b.to_ascii_lowercase()))
+        .collect()
 }
 
 /// One token of a pattern, with optional `*` on either side.
@@ -64,6 +64,11 @@ pub struct TokenMatcher {
 }
 
 impl TokenMatcher {
+    /// The one token this matches, when it has no `*`.
+    pub fn exact(&self) -> Option<&str> {
+        (!self.any_prefix && !self.any_suffix).then_some(self.text.as_str())
+    }
+
     pub fn matches(&self, token: &str) -> bool {
         match (self.any_prefix, self.any_suffix) {
             (false, false) => token == self.text,
@@ -285,6 +290,11 @@ mod tests {
             ["ampere", "s", "16816", "gemm"]
         );
         assert!(tokens("").is_empty());
+        // A character outside ASCII is a separator, whatever its bytes.
+        assert_eq!(
+            tokens("añbC\u{3a9}gemm\u{1f600}x9"),
+            ["a", "b", "c", "gemm", "x", "9"]
+        );
     }
 
     #[test]
