@@ -60,7 +60,7 @@ use crate::catalog::FusionRule;
 use crate::report::model::{FusionEvidence, FusionRow, KernelRow, StageReport};
 use facts::GateState;
 pub use facts::{run_facts, RunFacts};
-use haystack::{Haystack, Part};
+use haystack::{rule_hits, Haystack, Part, RuleHits};
 use select::{candidates, confidence, select, Candidate, Conclusion};
 
 /// What the fuse analysis of one stage needs besides its kernel rows.
@@ -86,16 +86,13 @@ pub fn attach_fusions(
         let Some(all) = every_row.iter().find(|s| s.stage == stage.stage) else {
             continue;
         };
-        stage.fusions = fuse_table(rules, &all.kernels, all.total_gpu_time_us, input);
-        stage.similarity = similarity::similarity_note(
-            rules,
-            &all.kernels,
-            all.total_gpu_time_us,
-            input,
-            &stage.fusions,
-        )
-        .into_iter()
-        .collect();
+        // The table and the similarity note read the same matches, made once.
+        let hits = stage_hits(rules, &all.kernels, input);
+        let total_us = all.total_gpu_time_us;
+        stage.fusions = table_of(hits.clone(), &all.kernels, total_us, input);
+        stage.similarity = similarity::note_of(&hits, &all.kernels, total_us, &stage.fusions)
+            .into_iter()
+            .collect();
         stage
             .notes
             .extend(model_gate_note(rules, &stage.fusions, input.facts));
@@ -136,8 +133,36 @@ pub fn fuse_table(
     stage_total_us: f64,
     input: &FuseInput<'_>,
 ) -> Vec<FusionRow> {
+    table_of(
+        stage_hits(rules, kernels, input),
+        kernels,
+        stage_total_us,
+        input,
+    )
+}
+
+/// Every kernel row each rule that applies to the engine matched, in catalog order.
+pub(crate) fn stage_hits<'r>(
+    rules: &'r [FusionRule],
+    kernels: &[KernelRow],
+    input: &FuseInput<'_>,
+) -> Vec<RuleHits<'r>> {
     let haystacks: Vec<Haystack> = kernels.iter().map(Haystack::of).collect();
-    let found = candidates(rules, kernels, &haystacks, stage_total_us, input);
+    rules
+        .iter()
+        .filter(|rule| rule.applies_to(input.engine))
+        .map(|rule| rule_hits(rule, &haystacks, input.facts))
+        .collect()
+}
+
+/// [`fuse_table`] from the stage's hits.
+fn table_of(
+    hits: Vec<RuleHits<'_>>,
+    kernels: &[KernelRow],
+    stage_total_us: f64,
+    input: &FuseInput<'_>,
+) -> Vec<FusionRow> {
+    let found = candidates(hits, kernels, stage_total_us);
     select(found, kernels, stage_total_us)
         .iter()
         .filter(|c| c.share_pct >= input.min_share_pct)

@@ -8,9 +8,8 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use super::facts::GateState;
-use super::haystack::{rule_hits, Haystack, Hit, RuleHits};
-use super::FuseInput;
-use crate::catalog::fusions::{FusionRule, Status};
+use super::haystack::{Hit, RuleHits};
+use crate::catalog::fusions::Status;
 use crate::report::model::KernelRow;
 
 /// A rule that matched a stage (its gates passed, and an active hit or a hit in every
@@ -23,21 +22,17 @@ pub struct Candidate<'r> {
     pub share_pct: f64,
 }
 
-/// The rows of `rules` that match the stage, gates applied, thresholds applied.
+/// The rules (their hits, [`super::stage_hits`]) that match the stage, gates applied,
+/// thresholds applied.
 pub(crate) fn candidates<'r>(
-    rules: &'r [FusionRule],
+    hits: Vec<RuleHits<'r>>,
     kernels: &[KernelRow],
-    haystacks: &[Haystack],
     stage_total_us: f64,
-    input: &FuseInput<'_>,
 ) -> Vec<Candidate<'r>> {
     if stage_total_us <= 0.0 {
         return Vec::new();
     }
-    rules
-        .iter()
-        .filter(|rule| rule.applies_to(input.engine))
-        .map(|rule| rule_hits(rule, haystacks, input.facts))
+    hits.into_iter()
         .filter(|hits| hits.gate != GateState::Failed)
         .filter_map(|hits| candidate(hits, kernels, stage_total_us))
         .collect()

@@ -30,8 +30,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::facts::GateState;
-use super::haystack::{rule_hits, Haystack, RuleHits};
-use super::FuseInput;
+use super::haystack::RuleHits;
 use crate::catalog::FusionRule;
 use crate::report::model::{FusionRow, KernelRow, SimilarityNote};
 use crate::trace::names::{short_name, SHORT_ARGS_MAX};
@@ -47,18 +46,17 @@ struct Scored {
     note: SimilarityNote,
 }
 
-/// The stage's similarity note, if any kernel cluster is close to a catalog row.
-pub(crate) fn similarity_note(
-    rules: &[FusionRule],
+/// The stage's similarity note, if any kernel cluster is close to a catalog row; `stage_hits`
+/// are the matches of the rules that apply ([`super::stage_hits`]).
+pub(crate) fn note_of(
+    stage_hits: &[RuleHits<'_>],
     kernels: &[KernelRow],
     stage_total_us: f64,
-    input: &FuseInput<'_>,
     table: &[FusionRow],
 ) -> Option<SimilarityNote> {
     if stage_total_us <= 0.0 {
         return None;
     }
-    let haystacks: Vec<Haystack> = kernels.iter().map(Haystack::of).collect();
     let in_table: HashSet<&str> = table.iter().map(|r| r.id.as_str()).collect();
     let claimed: HashSet<&str> = table
         .iter()
@@ -70,16 +68,16 @@ pub(crate) fn similarity_note(
     // (rules x distinct names) allocations, 60x the triage time with 20k distinct names.
     let name_tokens: OnceCell<Vec<Vec<String>>> = OnceCell::new();
     let mut best: Option<Scored> = None;
-    for rule in rules.iter().filter(|r| r.applies_to(input.engine)) {
+    for hits in stage_hits {
+        let rule = hits.rule;
         if in_table.contains(rule.id.as_str()) {
             continue;
         }
-        let hits = rule_hits(rule, &haystacks, input.facts);
         if hits.gate == GateState::Failed || !hits.active.is_empty() {
             continue;
         }
         let gate_penalty = i32::from(matches!(hits.gate, GateState::Unknown(_)));
-        let scored = partial_split(&hits, kernels, &free, stage_total_us).or_else(|| {
+        let scored = partial_split(hits, kernels, &free, stage_total_us).or_else(|| {
             let tokens = name_tokens.get_or_init(|| {
                 kernels
                     .iter()
@@ -286,9 +284,24 @@ fn note(rule: &FusionRule, reason: String) -> SimilarityNote {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::fuse::{fuse_table, RunFacts};
+    use crate::analyze::fuse::{fuse_table, stage_hits, FuseInput, RunFacts};
     use crate::catalog::parse_fusions;
     use crate::report::model::SiteShare;
+
+    fn similarity_note(
+        rules: &[FusionRule],
+        kernels: &[KernelRow],
+        stage_total_us: f64,
+        input: &FuseInput<'_>,
+        table: &[FusionRow],
+    ) -> Option<SimilarityNote> {
+        note_of(
+            &stage_hits(rules, kernels, input),
+            kernels,
+            stage_total_us,
+            table,
+        )
+    }
 
     fn kernel(name: &str, us: f64, location: &str) -> KernelRow {
         KernelRow {
