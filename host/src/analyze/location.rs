@@ -208,30 +208,33 @@ impl Locator {
     pub fn site(&self, frames: &[&str]) -> Option<Site> {
         let module = innermost_module(frames).map(String::from);
         let mut classes = self.classes.lock().unwrap_or_else(PoisonError::into_inner);
-        for &frame in frames {
-            if !classes.contains_key(frame) {
-                classes.insert(frame.into(), self.classify(frame));
-            }
-        }
         // Innermost first: the first engine frame (pass 2), the first model frame among
         // the engine frames (pass 1), and the first frame outside the engine that is not
         // infrastructure (pass 3, which counts only where no frame is in the engine).
-        let mut engine: Option<&str> = None;
-        let mut model: Option<&str> = None;
-        let mut outside: Option<&str> = None;
+        // Frames are classified as they are reached: the search mostly ends a few frames
+        // in, before the engine's loop and the model's outer layers.
+        let mut engine: Option<String> = None;
+        let mut model: Option<String> = None;
+        let mut outside: Option<String> = None;
         for &frame in frames.iter().rev() {
+            if !classes.contains_key(frame) {
+                let class = self.classify(frame);
+                classes.insert(frame.into(), class);
+            }
             match classes.get(frame) {
                 Some(FrameClass::Engine {
                     text,
                     model: is_model,
                 }) => {
-                    engine.get_or_insert(text);
+                    if engine.is_none() {
+                        engine = Some(text.clone());
+                    }
                     if *is_model && model.is_none() {
-                        model = Some(text);
+                        model = Some(text.clone());
                     }
                 }
-                Some(FrameClass::Outside(Some(text))) => {
-                    outside.get_or_insert(text);
+                Some(FrameClass::Outside(Some(text))) if outside.is_none() => {
+                    outside = Some(text.clone());
                 }
                 _ => {}
             }
@@ -242,10 +245,9 @@ impl Locator {
             }
         }
         let model = model.filter(|_| module.is_some());
-        let location = model.or(engine).or(outside)?.to_string();
-        let launch_frame = engine
-            .filter(|e| model.is_some() && *e != location)
-            .map(String::from);
+        let has_model = model.is_some();
+        let location = model.or_else(|| engine.clone()).or(outside)?;
+        let launch_frame = engine.filter(|e| has_model && *e != location);
         Some(Site {
             location,
             module,
