@@ -3,9 +3,10 @@
 # against `zcat` of the same file, in one run, alternating.
 #
 #   scripts/bench.sh [SIZE_MB] [RUNS]      one size (defaults: 200 MB of JSON, 3 runs)
-#   scripts/bench.sh --scaling [RUNS]      100, 300, 1000 and 3000 MB: a table of time and
-#                                          memory (issue 22: within 10% of one MB/s); the
-#                                          small sizes get more runs (RUNS x 1000 / MB, <= 15)
+#   scripts/bench.sh --scaling [RUNS]      100, 300, 1000 and 3000 MB, taking turns in each
+#                                          round: a table of time and memory (issue 22:
+#                                          within 10% of one MB/s); the small sizes get
+#                                          more runs (RUNS x 1000 / MB, <= 15)
 #   scripts/bench.sh --ranks N [RUNS]      N ranks of 250 MB each (one file per rank, named
 #                                          rank<r>.pt.trace.json.gz): `--all-ranks` on their
 #                                          directory against one rank's triage; its time as a
@@ -30,6 +31,7 @@
 # /usr/bin/time. Prints the median wall time of each, their ratio, the triage's
 # throughput in MB/s of JSON, and its peak RSS as a fraction of the JSON size.
 # Other work on the machine shifts both times alike; compare the ratio, not seconds.
+# With --scaling every size is tiled first and the sizes take turns in each round.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,8 +84,9 @@ timed() { # appends "wall_seconds max_rss_kb user_seconds sys_seconds" of the co
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# Runs one size; prints its report and appends a row to $work/rows.
-bench_size() {
+# Tiles one size (and, with --plain, writes its JSON); its files and facts go to
+# $work/size-SIZE_MB.
+prepare_size() {
     local size_mb=$1
     local gz="$dir/tiled-${size_mb}MB.json.gz"
     read -r json_bytes gz_bytes copies events < <(
@@ -95,31 +98,48 @@ bench_size() {
         input="$dir/tiled-${size_mb}MB.json"
         zcat "$gz" > "$input"
     fi
-    : > "$work/zcat.txt"
-    : > "$work/triage.txt"
-    # In a scaling table the small sizes get more runs (RUNS x 1000 / SIZE_MB, at most
-    # 15): a 0.2 s run moves by a tenth with the machine's noise, and the table compares
-    # throughputs within 10%.
+    echo "$json_bytes $gz_bytes $copies $events $gz $input" > "$work/size-$size_mb"
+    : > "$work/zcat-$size_mb.txt"
+    : > "$work/triage-$size_mb.txt"
+}
+
+# How many runs a size gets. In a scaling table the small sizes get more (RUNS x 1000 /
+# SIZE_MB, at most 15): a 0.2 s run moves by a tenth with the machine's noise, and the
+# table compares throughputs within 10%.
+runs_of() {
     local n=$runs
     if $scaling; then
-        n=$((runs * 1000 / size_mb))
+        n=$((runs * 1000 / $1))
         ((n < runs)) && n=$runs
         ((n > 15)) && n=15
     fi
-    for _ in $(seq "$n"); do
-        timed "$work/zcat.txt" zcat "$gz"
-        timed "$work/triage.txt" "$triage" --framework vllm --input "$input" --format "$format"
-    done
+    echo "$n"
+}
+
+# One zcat and one triage of a prepared size.
+run_size() {
+    local gz input
+    read -r _ _ _ _ gz input < "$work/size-$1"
+    timed "$work/zcat-$1.txt" zcat "$gz"
+    timed "$work/triage-$1.txt" "$triage" --framework vllm --input "$input" --format "$format"
+}
+
+# Prints one size's report, appends its row to $work/rows and removes its files.
+report_size() {
+    local size_mb=$1
+    local json_bytes gz_bytes copies events gz input
+    read -r json_bytes gz_bytes copies events gz input < "$work/size-$size_mb"
     if [[ $format != json ]]; then
         "$triage" --framework vllm --input "$gz" --format "$format" --output "$work/report.$format"
         echo "report (--format $format) $(wc -c < "$work/report.$format") bytes" >&2
     fi
-    local zcat_s triage_s rss_kb
-    zcat_s=$(cut -d' ' -f1 "$work/zcat.txt" | median)
-    triage_s=$(cut -d' ' -f1 "$work/triage.txt" | median)
-    rss_kb=$(cut -d' ' -f2 "$work/triage.txt" | sort -n | tail -1)
-    echo "runs (wall s max-RSS-KB): zcat   $(paste -sd';' "$work/zcat.txt")" >&2
-    echo "                          triage $(paste -sd';' "$work/triage.txt")" >&2
+    local zcat_s triage_s rss_kb n
+    zcat_s=$(cut -d' ' -f1 "$work/zcat-$size_mb.txt" | median)
+    triage_s=$(cut -d' ' -f1 "$work/triage-$size_mb.txt" | median)
+    rss_kb=$(cut -d' ' -f2 "$work/triage-$size_mb.txt" | sort -n | tail -1)
+    n=$(wc -l < "$work/triage-$size_mb.txt")
+    echo "runs (wall s max-RSS-KB user s sys s): zcat   $(paste -sd';' "$work/zcat-$size_mb.txt")" >&2
+    echo "                                       triage $(paste -sd';' "$work/triage-$size_mb.txt")" >&2
     awk -v j="$json_bytes" -v g="$gz_bytes" -v c="$copies" -v e="$events" -v z="$zcat_s" \
         -v t="$triage_s" -v r="$rss_kb" -v n="$n" -v p="$($plain && echo ', plain .json')" 'BEGIN {
         printf "JSON size              %.1f MB (%d events, %d copies; gzip %.1f MB)\n", j / 1e6, e, c, g / 1e6
@@ -179,7 +199,28 @@ fi
 
 : > "$work/rows"
 for size in "${sizes[@]}"; do
-    bench_size "$size"
+    prepare_size "$size"
+done
+# Rounds: each size takes its turns in every round, its runs spread evenly over them, so
+# the machine's drift (its speed moved by a third within an hour here) falls on every
+# size alike; measured size after size, minutes apart, the sizes could not be compared
+# within 10%.
+rounds=0
+for size in "${sizes[@]}"; do
+    n=$(runs_of "$size")
+    ((n > rounds)) && rounds=$n
+done
+for round in $(seq "$rounds"); do
+    for size in "${sizes[@]}"; do
+        n=$(runs_of "$size")
+        # Run in this round when round x n / rounds passes a whole number.
+        if ((round * n / rounds > (round - 1) * n / rounds)); then
+            run_size "$size"
+        fi
+    done
+done
+for size in "${sizes[@]}"; do
+    report_size "$size"
     $scaling && echo
 done
 if $scaling; then
