@@ -348,18 +348,27 @@ type FrameSpan = (Ns, Ns, Sym);
 struct ThreadFrames {
     /// By the frame table's thread index ([`crate::trace::compact::PyFrames::threads`]).
     by_thread: Vec<Option<Vec<FrameSpan>>>,
-    /// Each frame name's engine location (an index into `names`), once per name: the
-    /// locator's path matching was 40% of a digest before (a few thousand distinct
-    /// names, millions of frames).
-    location_of: FxHashMap<Sym, Option<usize>>,
+    /// By symbol: each frame name's engine location (an index into `locations`), found
+    /// once per name: the locator's path matching was 40% of a digest before (a few
+    /// thousand distinct names, millions of frames). A table, not a hash map: the frames
+    /// a stretch looks at were a sixth of a digest rank's CPU with one hash per frame.
+    location_of: Vec<Location>,
     locations: Vec<String>,
+}
+
+/// A frame name's engine location in [`ThreadFrames::location_of`].
+#[derive(Clone, Copy, PartialEq)]
+enum Location {
+    NotLooked,
+    None,
+    At(u32),
 }
 
 impl ThreadFrames {
     fn of(trace: &Trace) -> ThreadFrames {
         ThreadFrames {
             by_thread: vec![None; trace.py_frames.threads().len()],
-            location_of: FxHashMap::default(),
+            location_of: vec![Location::NotLooked; trace.strings.len()],
             locations: Vec::new(),
         }
     }
@@ -382,13 +391,20 @@ impl ThreadFrames {
             .take_while(|f| f.0 < call.ts)
             .filter(|f| f.1 <= call.ts)
         {
-            let locations = &mut self.locations;
-            let at = *self.location_of.entry(name).or_insert_with(|| {
-                let location = observed.locator.location(&[trace.name(name)])?;
-                locations.push(location);
-                Some(locations.len() - 1)
-            });
-            let Some(at) = at else { continue };
+            let Some(slot) = self.location_of.get_mut(name.0 as usize) else {
+                continue;
+            };
+            if *slot == Location::NotLooked {
+                *slot = match observed.locator.location(&[trace.name(name)]) {
+                    Some(location) => {
+                        self.locations.push(location);
+                        Location::At(self.locations.len() as u32 - 1)
+                    }
+                    None => Location::None,
+                };
+            }
+            let Location::At(at) = *slot else { continue };
+            let at = at as usize;
             let longer = best.is_none_or(|(best_at, best_len)| {
                 (end - start)
                     .cmp(&best_len)
