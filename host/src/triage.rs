@@ -543,7 +543,7 @@ pub(crate) fn run_observed(
 /// `LLM_TRIAGE_PHASES=1`: each phase's wall and CPU time on stderr, in ms, to see where a
 /// triage's time goes (CPU time is the steadier figure on a busy machine: the process's
 /// for the pipeline, the thread's for one analysis group). Off, a phase costs one branch.
-struct Phases {
+pub(crate) struct Phases {
     /// Wall and CPU clock when the last phase ended; `None` when off.
     last: Option<(Instant, f64)>,
     /// Which CPU clock: the process's or this thread's.
@@ -552,7 +552,7 @@ struct Phases {
 }
 
 impl Phases {
-    fn from_env() -> Phases {
+    pub(crate) fn from_env() -> Phases {
         let on = std::env::var_os("LLM_TRIAGE_PHASES").is_some_and(|v| v == "1");
         Phases::started(on, libc::CLOCK_PROCESS_CPUTIME_ID, "")
     }
@@ -575,7 +575,7 @@ impl Phases {
     }
 
     /// Says how long `phase` took, since the last phase ended.
-    fn done(&mut self, phase: &str) {
+    pub(crate) fn done(&mut self, phase: &str) {
         if let Some((wall, cpu)) = self.last {
             let (now, cpu_now) = (Instant::now(), cpu_ms(self.clock));
             eprintln!(

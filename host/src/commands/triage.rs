@@ -72,7 +72,9 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
             .collect();
         refuse_overwriting_inputs(output, &inputs)?;
     }
+    let mut phases = triage::Phases::from_env();
     let mut report = triage::run(&request)?;
+    phases.done("triage");
     report.notes.extend(inputs.notes);
     let format = match args.format {
         OutputFormat::Markdown => Format::Markdown,
@@ -86,10 +88,13 @@ pub fn exec(args: &TriageArgs, global: &GlobalArgs) -> Result<()> {
         min_share_pct: args.min_share,
     };
     let text = report::render_with(&report, format, &options);
-    match &args.output {
+    phases.done("render");
+    let written = match &args.output {
         Some(path) => write_text(path, &text),
         None => print_stdout(&text),
-    }
+    };
+    phases.done("write");
+    written
 }
 
 /// `--device` or `--device-spec`, else the table's match of the trace's device.

@@ -34,7 +34,7 @@ use crate::error::{Result, TriageError};
 use crate::plugins::PluginSet;
 use crate::report::Report;
 use crate::trace::discover::OTHER_RANKS_HINT;
-use crate::triage::{load_plugins, run_observed, Depth, TriageRequest};
+use crate::triage::{load_plugins, run_observed, Depth, Phases, TriageRequest};
 
 use digest::RankDigest;
 use inputs::RankInput;
@@ -49,6 +49,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
                 .to_string(),
         ));
     }
+    let mut phases = Phases::from_env();
     let inputs = inputs::rank_inputs(request)?;
     let ranks: Vec<u32> = inputs.iter().map(|r| r.rank).collect();
     let plugins = load_plugins(&request.plugin_dirs)?;
@@ -58,7 +59,9 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
     let catalog = Catalog::load(request.catalog.as_deref(), &plugins)?;
     share_one_heap();
     let (workers, worker_note) = workers_for(request, &inputs);
+    phases.done("all ranks: inputs+plugins+catalog");
     let mut results = triage_ranks(request, &inputs, workers, &plugins, &catalog);
+    phases.done("all ranks: every rank triaged");
     let mut notes = vec![worker_note];
     // The reference rank (the first that could be read) gives the report, so it needs
     // the whole triage; only when the first rank failed is one run again in full.
@@ -108,6 +111,7 @@ pub(crate) fn run(request: &TriageRequest) -> Result<Report> {
         report.inputs.extend(other.inputs);
     }
     report.notes.extend(notes);
+    phases.done("all ranks: compared");
     Ok(report)
 }
 
