@@ -4,9 +4,10 @@
 #
 #   scripts/bench.sh [SIZE_MB] [RUNS]      one size (defaults: 200 MB of JSON, 3 runs)
 #   scripts/bench.sh --scaling [RUNS]      100, 300, 1000 and 3000 MB, taking turns in each
-#                                          round: a table of time and memory (issue 22:
-#                                          within 10% of one MB/s); the small sizes get
-#                                          more runs (RUNS x 1000 / MB, <= 15)
+#                                          round: a table of time and memory, the spread of
+#                                          the sizes' MB/s (issue 22: within 10%) and the
+#                                          RSS growth per byte; the small sizes get more
+#                                          runs (RUNS x 1000 / MB, <= 15)
 #   scripts/bench.sh --ranks N [RUNS]      N ranks of 250 MB each (one file per rank, named
 #                                          rank<r>.pt.trace.json.gz): `--all-ranks` on their
 #                                          directory against one rank's triage; its time as a
@@ -28,8 +29,9 @@
 # host/examples/support/tile.rs) and gzip-compressed at the fast level. Then, RUNS times
 # each, alternating: `zcat FILE > /dev/null` and
 # `llm-triage --framework vllm --input FILE --format json > /dev/null`, under
-# /usr/bin/time. Prints the median wall time of each, their ratio, the triage's
-# throughput in MB/s of JSON, and its peak RSS as a fraction of the JSON size.
+# /usr/bin/time. Prints the median wall time of each, their ratio (and the median of
+# each triage's ratio to the zcat run just before it), the triage's throughput in MB/s of
+# JSON, its fastest run, and its peak RSS as a fraction of the JSON size.
 # Other work on the machine shifts both times alike; compare the ratio, not seconds.
 # With --scaling every size is tiled first and the sizes take turns in each round.
 set -euo pipefail
@@ -133,22 +135,29 @@ report_size() {
         "$triage" --framework vllm --input "$gz" --format "$format" --output "$work/report.$format"
         echo "report (--format $format) $(wc -c < "$work/report.$format") bytes" >&2
     fi
-    local zcat_s triage_s rss_kb n
+    local zcat_s triage_s rss_kb n fastest_s paired
     zcat_s=$(cut -d' ' -f1 "$work/zcat-$size_mb.txt" | median)
     triage_s=$(cut -d' ' -f1 "$work/triage-$size_mb.txt" | median)
+    fastest_s=$(cut -d' ' -f1 "$work/triage-$size_mb.txt" | sort -n | head -1)
+    # Each triage against the zcat run just before it: the machine's drift between
+    # rounds falls on both, so this ratio moves less than the ratio of the medians.
+    paired=$(paste -d' ' "$work/zcat-$size_mb.txt" "$work/triage-$size_mb.txt" |
+        awk '{print $5 / $1}' | median)
     rss_kb=$(cut -d' ' -f2 "$work/triage-$size_mb.txt" | sort -n | tail -1)
     n=$(wc -l < "$work/triage-$size_mb.txt")
     echo "runs (wall s max-RSS-KB user s sys s): zcat   $(paste -sd';' "$work/zcat-$size_mb.txt")" >&2
     echo "                                       triage $(paste -sd';' "$work/triage-$size_mb.txt")" >&2
     awk -v j="$json_bytes" -v g="$gz_bytes" -v c="$copies" -v e="$events" -v z="$zcat_s" \
-        -v t="$triage_s" -v r="$rss_kb" -v n="$n" -v p="$($plain && echo ', plain .json')" 'BEGIN {
+        -v t="$triage_s" -v r="$rss_kb" -v n="$n" -v p="$($plain && echo ', plain .json')" \
+        -v f="$fastest_s" -v q="$paired" 'BEGIN {
         printf "JSON size              %.1f MB (%d events, %d copies; gzip %.1f MB)\n", j / 1e6, e, c, g / 1e6
         printf "zcat median            %.2f s  (%d runs, alternating)\n", z, n
         printf "llm-triage median      %.2f s  (%.0f MB/s of JSON%s)\n", t, j / 1e6 / t, p
-        printf "triage / zcat          %.2fx\n", t / z
+        printf "triage / zcat          %.2fx (run by run: median %.2fx)\n", t / z, q
+        printf "fastest triage         %.2f s  (%.0f MB/s)\n", f, j / 1e6 / f
         printf "peak RSS               %.0f MB = %.2fx the JSON size\n", r / 1024, r * 1024 / j
     }'
-    echo "$json_bytes $zcat_s $triage_s $rss_kb" >> "$work/rows"
+    echo "$json_bytes $zcat_s $triage_s $rss_kb $fastest_s $paired" >> "$work/rows"
     [[ -n $keep ]] || rm -f "$gz"
     [[ -n $keep || $input == "$gz" ]] || rm -f "$input"
 }
@@ -223,12 +232,26 @@ for size in "${sizes[@]}"; do
     report_size "$size"
     $scaling && echo
 done
+# The table: medians, and each size's fastest run (the one the machine gave both its
+# cores: on a loaded machine the runs fall in a fast and a slow mode, and a median mixes
+# them in its own proportion); the spread of the median MB/s (issue 22: within 10%) and
+# the RSS each further byte of JSON adds (issue 22: at most 0.10).
 if $scaling; then
     awk 'BEGIN {
-        printf "| JSON MB | zcat s | triage s | triage/zcat | triage s per GB | peak RSS MB | RSS / JSON |\n"
-        printf "|--------:|-------:|---------:|------------:|----------------:|------------:|-----------:|\n"
+        printf "| JSON MB | zcat s | triage s | triage/zcat | run by run | MB/s | fastest MB/s | peak RSS MB | RSS / JSON |\n"
+        printf "|--------:|-------:|---------:|------------:|-----------:|-----:|-------------:|------------:|-----------:|\n"
     } {
-        printf "| %7.0f | %6.2f | %8.2f | %10.2fx | %15.2f | %11.0f | %10.3f |\n",
-            $1 / 1e6, $2, $3, $3 / $2, $3 / ($1 / 1e9), $4 / 1024, $4 * 1024 / $1
+        rate = $1 / 1e6 / $3
+        printf "| %7.0f | %6.2f | %8.2f | %10.2fx | %9.2fx | %4.0f | %12.0f | %11.0f | %10.3f |\n",
+            $1 / 1e6, $2, $3, $3 / $2, $6, rate, $1 / 1e6 / $5, $4 / 1024, $4 * 1024 / $1
+        if (NR == 1 || rate < lo) lo = rate
+        if (NR == 1 || rate > hi) hi = rate
+        if (NR == 1) { first_j = $1; first_r = $4 }
+        last_j = $1; last_r = $4
+    } END {
+        printf "\nmedian MB/s from %.0f to %.0f: the fastest size %.1f%% above the slowest\n", lo, hi, (hi / lo - 1) * 100
+        if (last_j > first_j)
+            printf "RSS growth             %.3f per byte of JSON (%.0f -> %.0f MB)\n",
+                (last_r - first_r) * 1024 / (last_j - first_j), first_r / 1024, last_r / 1024
     }' "$work/rows"
 fi
