@@ -56,6 +56,7 @@ mod ahead;
 mod build;
 mod devices;
 mod document;
+mod gzip;
 mod large;
 mod optional;
 mod raw;

@@ -22,6 +22,7 @@ use std::thread::JoinHandle;
 use memmap2::{Mmap, MmapOptions};
 
 use super::ahead::{scan_block, Scanned};
+use super::gzip::GzipMembers;
 use super::stream::decode_utf8;
 use super::ReadScope;
 use crate::error::TriageError;
@@ -66,9 +67,10 @@ pub(super) fn open_source(path: &Path) -> Result<Source, TriageError> {
     let gzip = have == 2 && magic == [0x1f, 0x8b];
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let bytes = if gzip {
-        Bytes::Stream(Box::new(flate2::read::MultiGzDecoder::new(
-            io::BufReader::with_capacity(256 * 1024, counting(file, &consumed)),
-        )))
+        Bytes::Stream(Box::new(GzipMembers::new(io::BufReader::with_capacity(
+            256 * 1024,
+            counting(file, &consumed),
+        ))))
     } else if len > 0 {
         Bytes::Mapped { file, len }
     } else {
