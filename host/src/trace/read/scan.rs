@@ -181,6 +181,25 @@ pub(super) fn scan_lean(text: &str) -> LeanScan<'_> {
     }
 }
 
+/// A lean event's head, unless a kept value is past the limit: `build.rs` skips such an
+/// event, and that is `scan_event`'s to read (the times' text is checked in `lean_time`).
+#[inline(always)]
+fn checked_head(head: Head<'_>) -> Step<Head<'_>> {
+    let label_len = |l: &Label| l.as_text().map_or(0, str::len);
+    if [head.name.len(), label_len(&head.pid), label_len(&head.tid)]
+        .into_iter()
+        .any(|len| len > MAX_VALUE_BYTES)
+    {
+        return Err(Stop::Unusual);
+    }
+    Ok(head)
+}
+
+/// The opening bytes of a Python frame and of a CPU op as Kineto writes them, up to the
+/// name's first character ([`Cursor::kineto_event`]).
+const KINETO_FRAME: &[u8] = br#"{"ph": "X", "cat": "python_function", "name": ""#;
+const KINETO_CPU_OP: &[u8] = br#"{"ph": "X", "cat": "cpu_op", "name": ""#;
+
 /// [`LeanScan`] without the lengths.
 enum Lean<'a> {
     Frame(Head<'a>),
@@ -313,6 +332,10 @@ impl<'a> Cursor<'a> {
     fn lean_event(&mut self) -> Step<Lean<'a>> {
         self.skip_ws()?;
         let open = self.pos;
+        if let Some(lean) = self.kineto_event() {
+            return Ok(lean);
+        }
+        self.pos = open;
         self.expect(b'{')?;
         self.lean_member(PH)?;
         if self.skip_ws()? != b'"' {
@@ -350,6 +373,68 @@ impl<'a> Cursor<'a> {
         Ok(lean)
     }
 
+    /// A Python frame or CPU op in Kineto's own bytes, from `{` to its name's opening
+    /// quote and between its members (one space after each comma and colon, as Kineto
+    /// writes them), read by fixed comparisons; `None`, the cursor anywhere, for any other
+    /// text (the caller reads it member by member, which takes the same bytes to the same
+    /// event: this reads each value with the same functions, and only skips matching
+    /// the keys and whitespace one at a time).
+    ///
+    /// Why: matching `ph`, `cat` and the keys member by member (whitespace, comma, key
+    /// word, two short strings found and compared) was most of a frame's scan in a lean
+    /// read, and frames are most events.
+    #[inline(always)]
+    fn kineto_event(&mut self) -> Option<Lean<'a>> {
+        let rest = self.bytes.get(self.pos..)?;
+        let cpu_op = if rest.starts_with(KINETO_FRAME) {
+            self.pos += KINETO_FRAME.len();
+            false
+        } else if rest.starts_with(KINETO_CPU_OP) {
+            self.pos += KINETO_CPU_OP.len();
+            true
+        } else {
+            return None;
+        };
+        // The name's characters, up to its closing quote (`plain_string`'s from its
+        // opening quote, one byte back).
+        self.pos -= 1;
+        let name = self.plain_string().ok()?;
+        self.exact(b", \"pid\": ")?;
+        let pid = self.label().ok()?;
+        self.exact(b", \"tid\": ")?;
+        let tid = self.label().ok()?;
+        self.exact(b", \"ts\": ")?;
+        let ts = self.lean_time().ok()?;
+        self.exact(b", \"dur\": ")?;
+        let dur = self.lean_time().ok()?;
+        let head = checked_head(Head {
+            name,
+            pid,
+            tid,
+            ts,
+            dur,
+        })
+        .ok()?;
+        let lean = if cpu_op {
+            Lean::CpuOp(head, self.cpu_op_args().ok()?)
+        } else {
+            self.frame_args().ok()?;
+            Lean::Frame(head)
+        };
+        self.expect(b'}').ok()?;
+        Some(lean)
+    }
+
+    /// The bytes `text` at the cursor, the cursor past them; `None` for any others.
+    #[inline(always)]
+    fn exact(&mut self, text: &[u8]) -> Option<()> {
+        if !self.bytes.get(self.pos..)?.starts_with(text) {
+            return None;
+        }
+        self.pos += text.len();
+        Some(())
+    }
+
     /// An `X` event's members from `name` to `dur`, in [`scan_lean`]'s sequence.
     #[inline(always)]
     fn head(&mut self) -> Step<Head<'a>> {
@@ -366,16 +451,7 @@ impl<'a> Cursor<'a> {
         let ts = self.lean_time()?;
         self.lean_member(DUR)?;
         let dur = self.lean_time()?;
-        let label_len = |l: &Label| l.as_text().map_or(0, str::len);
-        // `build.rs` skips an event with a kept value past the limit: `scan_event`'s (the
-        // times' text is checked in `lean_time`).
-        if [name.len(), label_len(&pid), label_len(&tid)]
-            .into_iter()
-            .any(|len| len > MAX_VALUE_BYTES)
-        {
-            return Err(Stop::Unusual);
-        }
-        Ok(Head {
+        checked_head(Head {
             name,
             pid,
             tid,
@@ -1827,6 +1903,14 @@ mod tests {
             r#"{"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": 1, "dur": 2,}"#,
             r#"{"ph" : "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": 1, "dur": 2}"#,
             r#"{"ph": "X", "cat": "cpu_op", "name": "f", "pid": 1, "tid": 1, "ts": 1, "dur": 2}"#,
+            // Kineto's opening, then its own spacing left (read member by member), a
+            // string pid, a space before the closing brace: all taken.
+            r#"{"ph": "X", "cat": "python_function", "name": "f", "pid":1, "tid": 1,"ts": 1, "dur": 2, "args": {}}"#,
+            r#"{"ph": "X", "cat": "python_function", "name": "f", "pid": "7", "tid": 1, "ts": 1, "dur": 2}"#,
+            r#"{"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"a": 1} }"#,
+            // And declined: an escape in the name, a member after `args`.
+            r#"{"ph": "X", "cat": "python_function", "name": "f\g", "pid": 1, "tid": 1, "ts": 1, "dur": 2}"#,
+            r#"{"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {}, "s": 1}"#,
         ] {
             texts.push(text.to_string());
         }
@@ -1879,9 +1963,13 @@ mod tests {
                 assert!(event.args.is_none());
             }
         }
-        // The canonical layouts, the one without `args`, the one with empty `args`, and
-        // the negative time (which the sink counts as bad, as it does any).
-        assert_eq!(taken, [0, 1, 2, 3, 16].map(|i| texts[i].clone()));
+        // The canonical layouts, the one without `args`, the one with empty `args`, the
+        // negative time (which the sink counts as bad, as it does any), and Kineto's
+        // opening with other spacing or a string pid.
+        assert_eq!(
+            taken,
+            [0, 1, 2, 3, 16, 20, 21, 22].map(|i| texts[i].clone())
+        );
         assert!(matches!(scan_lean(pretty), LeanScan::Frame(_, len) if len == pretty.len()));
         assert!(matches!(scan_lean(&pretty[..200]), LeanScan::NeedMore));
         assert!(matches!(scan_lean(&texts[4]), LeanScan::Other));
