@@ -345,6 +345,11 @@ fn stretch(
 struct ThreadFrames {
     /// By the frame table's thread index ([`crate::trace::compact::PyFrames::threads`]).
     by_thread: Vec<Option<Vec<u32>>>,
+    /// By thread index: where in its list the last stretch's search ended. Stretches
+    /// come in time order within a stage, so the next search starts there: a binary
+    /// search over a thread's whole list (half a million frames) missed the cache at
+    /// each step, 45% of a digest's own time.
+    searched_to: Vec<usize>,
     /// By symbol: each frame name's engine location (an index into `locations`), found
     /// once per name: the locator's path matching was 40% of a digest before (a few
     /// thousand distinct names, millions of frames). A table, not a hash map: a hash per
@@ -365,6 +370,7 @@ impl ThreadFrames {
     fn of(trace: &Trace) -> ThreadFrames {
         ThreadFrames {
             by_thread: vec![None; trace.py_frames.threads().len()],
+            searched_to: vec![0; trace.py_frames.threads().len()],
             location_of: vec![Location::NotLookedUp; trace.strings.len()],
             locations: Vec::new(),
         }
@@ -380,9 +386,18 @@ impl ThreadFrames {
         gap_start: Ns,
         observed: &Observed<'_>,
     ) -> Option<(String, Ns)> {
-        let list = on_thread(&mut self.by_thread, trace, (call.pid, call.tid))?;
+        let thread = (call.pid, call.tid);
+        let index = trace
+            .py_frames
+            .threads()
+            .iter()
+            .position(|&t| t == thread)?;
+        let list = on_thread(&mut self.by_thread, trace, thread)?;
         let frames = &trace.py_frames;
-        let first = list.partition_point(|&i| frames.span(i as usize).0 < gap_start);
+        let hint = &mut self.searched_to[index];
+        let first =
+            first_starting_at_or_after(list, *hint, |i| frames.span(i as usize).0 < gap_start);
+        *hint = first;
         let mut best: Option<(usize, Ns)> = None;
         for &i in &list[first..] {
             let (start, end) = frames.span(i as usize);
@@ -419,6 +434,28 @@ impl ThreadFrames {
         }
         best.map(|(at, len)| (self.locations[at].clone(), len))
     }
+}
+
+/// The first index of `list` whose entry is not `before` (which holds for a prefix of
+/// `list`, as for `partition_point`), searched from `hint` on: by doubling steps forward
+/// from it when its entry is before, else by halving the part before it.
+fn first_starting_at_or_after(list: &[u32], hint: usize, before: impl Fn(u32) -> bool) -> usize {
+    let hint = hint.min(list.len());
+    if hint == list.len() || !before(list[hint]) {
+        return list[..hint].partition_point(|&i| before(i));
+    }
+    // `list[lo - 1]` is before; the answer is in `lo..=hi`.
+    let mut lo = hint + 1;
+    let mut step = 1;
+    let hi = loop {
+        let probe = hint + step;
+        if probe >= list.len() || !before(list[probe]) {
+            break probe.min(list.len());
+        }
+        lo = probe + 1;
+        step *= 2;
+    };
+    lo + list[lo..hi].partition_point(|&i| before(i))
 }
 
 /// The frames of thread (pid, tid) in start order (by start, end, name), as indices
@@ -467,7 +504,7 @@ fn on_thread<'f>(
 
 #[cfg(test)]
 mod tests {
-    use super::{clipped, on_thread, ThreadFrames};
+    use super::{clipped, first_starting_at_or_after, on_thread, ThreadFrames};
     use crate::trace::event::{PyFrame, Sym, Trace};
 
     #[test]
@@ -541,6 +578,21 @@ mod tests {
         let mut frames = ThreadFrames::of(&trace);
         let list = on_thread(&mut frames.by_thread, &trace, (Sym(0), Sym(0))).unwrap();
         assert_eq!(list, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_search_from_any_hint_ends_where_a_binary_search_does() {
+        let list: Vec<u32> = vec![0, 0, 3, 3, 3, 7, 9, 9, 12, 40, 41, 41, 41, 100];
+        for len in [0, 1, 2, 5, list.len()] {
+            let list = &list[..len];
+            for bound in 0..=101 {
+                let want = list.partition_point(|&v| v < bound);
+                for hint in 0..=len + 2 {
+                    let got = first_starting_at_or_after(list, hint, |v| v < bound);
+                    assert_eq!(got, want, "len {len}, bound {bound}, hint {hint}");
+                }
+            }
+        }
     }
 
     #[test]
