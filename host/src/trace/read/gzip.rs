@@ -323,6 +323,11 @@ mod tests {
             let err = inflate(&changed).unwrap_err();
             assert_eq!(err.to_string(), "invalid gzip header");
         }
+        // An empty member between two others ends nothing.
+        let mut with_empty = gzip(&data[..100]);
+        with_empty.extend_from_slice(&gzip(b""));
+        with_empty.extend_from_slice(&gzip(&data[100..]));
+        assert_eq!(inflate(&with_empty).unwrap(), data);
         // Trailing bytes that are not another member.
         let mut trailing = bytes.clone();
         trailing.extend_from_slice(b"\0\0\0\0\0\0\0\0\0\0\0\0");
