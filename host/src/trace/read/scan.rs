@@ -199,6 +199,9 @@ fn checked_head(head: Head<'_>) -> Step<Head<'_>> {
 /// name's first character ([`Cursor::kineto_event`]).
 const KINETO_FRAME: &[u8] = br#"{"ph": "X", "cat": "python_function", "name": ""#;
 const KINETO_CPU_OP: &[u8] = br#"{"ph": "X", "cat": "cpu_op", "name": ""#;
+/// Where [`KINETO_FRAME`] holds its `ph` and `cat` values.
+const KINETO_PH_AT: usize = r#"{"ph": ""#.len();
+const KINETO_CAT_AT: usize = r#"{"ph": "X", "cat": ""#.len();
 
 /// [`LeanScan`] without the lengths.
 enum Lean<'a> {
@@ -268,6 +271,14 @@ impl<'a> Cursor<'a> {
     // split, and the split alone made them a call (and a copy of the event) per event.
     #[inline(always)]
     fn event(&mut self) -> Step<RawEvent<'a>> {
+        // A lean read takes frames in `scan_lean`.
+        if !self.lean {
+            let open = self.pos;
+            if let Some(frame) = self.kineto_frame() {
+                return Ok(frame);
+            }
+            self.pos = open;
+        }
         let mut name = None;
         let mut ph = None;
         let mut cat = None;
@@ -423,6 +434,48 @@ impl<'a> Cursor<'a> {
         };
         self.expect(b'}').ok()?;
         Some(lean)
+    }
+
+    /// A Python frame in Kineto's own bytes, `args` and all (its `Python parent id`,
+    /// `Python id` and `Ev Idx` integers, which nothing keeps), as [`Cursor::event`]
+    /// reads it member by member; `None`, the cursor anywhere, for any other text. The
+    /// full read's [`Cursor::kineto_event`]: its values are read by the same functions,
+    /// and the `args` members, which that walk checks as serde would, are integers of
+    /// JSON's grammar here (anything else is left to the walk).
+    #[inline(always)]
+    fn kineto_frame(&mut self) -> Option<RawEvent<'a>> {
+        self.skip_ws().ok()?;
+        let open = self.pos;
+        self.exact(KINETO_FRAME)?;
+        self.pos -= 1;
+        let name = self.plain_string().ok()?;
+        self.exact(b", \"pid\": ")?;
+        let pid = self.label().ok()?;
+        self.exact(b", \"tid\": ")?;
+        let tid = self.label().ok()?;
+        self.exact(b", \"ts\": ")?;
+        let ts = self.time().ok()?;
+        self.exact(b", \"dur\": ")?;
+        let dur = self.time().ok()?;
+        self.exact(b", \"args\": {\"Python parent id\": ")?;
+        self.integer().ok()?;
+        self.exact(b", \"Python id\": ")?;
+        self.integer().ok()?;
+        self.exact(b", \"Ev Idx\": ")?;
+        self.integer().ok()?;
+        self.exact(b"}}")?;
+        // `ph` and `cat` as the walk gives them: slices of the event's own text.
+        let text = |from: usize, len: usize| Text(Cow::Borrowed(&self.text[open + from..][..len]));
+        Some(RawEvent {
+            name: Some(Text(Cow::Borrowed(name))),
+            ph: Some(text(KINETO_PH_AT, 1)),
+            cat: Some(text(KINETO_CAT_AT, "python_function".len())),
+            ts: Some(ts),
+            dur: Some(dur),
+            pid: Some(pid),
+            tid: Some(tid),
+            args: Some(RawArgs::default()),
+        })
     }
 
     /// The bytes `text` at the cursor, the cursor past them; `None` for any others.
@@ -2010,6 +2063,109 @@ mod tests {
         ] {
             assert!(matches!(scan_lean(&text), LeanScan::Other), "{text:.80}");
         }
+    }
+
+    #[test]
+    fn a_full_read_takes_kinetos_frames_as_serde_reads_them() {
+        let frame = |args: &str| {
+            format!(
+                r#"{{"ph": "X", "cat": "python_function", "name": "vllm/v1/worker/gpu_model_runner.py(2001): execute_model", "pid": 6583, "tid": 6583, "ts": 1365627894720.503, "dur": 0.065{args}}}"#
+            )
+        };
+        let kineto = r#", "args": {"Python parent id": 29942089, "Python id": 29942091, "Ev Idx": 30041803}"#;
+        let mut texts = vec![frame(kineto)];
+        // Near misses the fast path must leave to the walk (which serde agrees with, or
+        // declines), or take alike: other args, a value serde reads otherwise, a member
+        // more.
+        for args in [
+            "",
+            r#", "args": {}"#,
+            r#", "args": {"Python parent id": 29942089, "Python id": 29942091}"#,
+            r#", "args": {"Python parent id": -1, "Python id": 0, "Ev Idx": 3}"#,
+            r#", "args": {"Python parent id": 01, "Python id": 2, "Ev Idx": 3}"#,
+            r#", "args": {"Python parent id": 1.5, "Python id": 2, "Ev Idx": 3}"#,
+            r#", "args": {"Python parent id": 1e3, "Python id": 2, "Ev Idx": 3}"#,
+            r#", "args": {"Python parent id": 1, "Python id": 2, "Ev Idx": 3, "name": "x"}"#,
+            r#", "args": {"Python parent id": 1, "Python id": 2, "Ev Idx": 3}, "id": 4"#,
+            r#", "args": {"Python parent id": 1, "Python id": 2, "Ev Idx": 3 }"#,
+        ] {
+            texts.push(frame(args));
+        }
+        texts.push(frame(kineto).replace("6583, \"ts\"", "\"6583\", \"ts\""));
+        texts.push(frame(kineto).replace("execute_model", "execute\\u0041model"));
+        texts.push(frame(kineto).replace("\"dur\": 0.065", "\"dur\": 65e-3"));
+        let text_of = |t: &Option<Text>| t.as_ref().map(|t| t.0.to_string());
+        let mut declined = 0;
+        for text in &texts {
+            let followed = format!("{text},\n{{");
+            let Ok(serde) = serde_json::from_str::<RawEvent>(text) else {
+                // Invalid JSON (the leading zero): for the walk's strict checks to judge.
+                assert!(!matches!(
+                    scan_event(&followed, ReadScope::Full),
+                    Scan::Event(..)
+                ));
+                declined += 1;
+                continue;
+            };
+            let Scan::Event(event, len) = scan_event(&followed, ReadScope::Full) else {
+                // Left to serde (the escape).
+                declined += 1;
+                continue;
+            };
+            assert_eq!(len, text.len(), "{text}");
+            assert_eq!(text_of(&event.name), text_of(&serde.name), "{text}");
+            assert_eq!(text_of(&event.ph), text_of(&serde.ph), "{text}");
+            assert_eq!(text_of(&event.cat), text_of(&serde.cat), "{text}");
+            assert_eq!(
+                label_text(event.pid.as_ref()),
+                label_text(serde.pid.as_ref())
+            );
+            assert_eq!(
+                label_text(event.tid.as_ref()),
+                label_text(serde.tid.as_ref())
+            );
+            assert_eq!(micros_to_ns(event.ts), micros_to_ns(serde.ts), "{text}");
+            assert_eq!(micros_to_ns(event.dur), micros_to_ns(serde.dur), "{text}");
+            assert_eq!(event.args.is_some(), serde.args.is_some(), "{text}");
+            let name_of = |a: &Option<RawArgs>| {
+                a.as_ref()
+                    .and_then(|a| a.name.as_ref())
+                    .map(|l| label_text(Some(l)))
+            };
+            assert_eq!(name_of(&event.args), name_of(&serde.args), "{text}");
+            // Cut anywhere, it waits for more or declines.
+            for cut in 1..text.len() {
+                let Some(part) = text.get(..cut) else {
+                    continue;
+                };
+                assert!(
+                    !matches!(scan_event(part, ReadScope::Full), Scan::Event(..)),
+                    "{cut}: {part}"
+                );
+            }
+        }
+        // Invalid args are the walk's to refuse too.
+        let invalid = frame(r#", "args": {"Python parent id": 1, "Python id": 2, "Ev Idx": 3x}"#);
+        assert!(serde_json::from_str::<RawEvent>(&invalid).is_err());
+        assert!(!matches!(
+            scan_event(&format!("{invalid},\n{{"), ReadScope::Full),
+            Scan::Event(..)
+        ));
+        // The leading zero (invalid) and the escape (serde's to decode).
+        assert_eq!(declined, 2);
+        // Kineto's own layout is the fast path's, with other values in place (negative
+        // ids, a string pid, an exponent): the others here are the walk's.
+        let fast = |text: &str| {
+            let mut cursor = Cursor {
+                text,
+                bytes: text.as_bytes(),
+                pos: 0,
+                lean: false,
+            };
+            cursor.kineto_frame().map(|_| cursor.pos)
+        };
+        assert_eq!(fast(&texts[0]), Some(texts[0].len()));
+        assert_eq!(texts[1..].iter().filter(|t| fast(t).is_some()).count(), 3);
     }
 
     #[test]
