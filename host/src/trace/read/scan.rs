@@ -406,18 +406,7 @@ impl<'a> Cursor<'a> {
         } else {
             return None;
         };
-        // The name's characters, up to its closing quote (`plain_string`'s from its
-        // opening quote, one byte back).
-        self.pos -= 1;
-        let name = self.plain_string().ok()?;
-        self.exact(b", \"pid\": ")?;
-        let pid = self.label().ok()?;
-        self.exact(b", \"tid\": ")?;
-        let tid = self.label().ok()?;
-        self.exact(b", \"ts\": ")?;
-        let ts = self.lean_time().ok()?;
-        self.exact(b", \"dur\": ")?;
-        let dur = self.lean_time().ok()?;
+        let (name, pid, tid, ts, dur) = self.kineto_members(Self::lean_time)?;
         let head = checked_head(Head {
             name,
             pid,
@@ -447,16 +436,7 @@ impl<'a> Cursor<'a> {
         self.skip_ws().ok()?;
         let open = self.pos;
         self.exact(KINETO_FRAME)?;
-        self.pos -= 1;
-        let name = self.plain_string().ok()?;
-        self.exact(b", \"pid\": ")?;
-        let pid = self.label().ok()?;
-        self.exact(b", \"tid\": ")?;
-        let tid = self.label().ok()?;
-        self.exact(b", \"ts\": ")?;
-        let ts = self.time().ok()?;
-        self.exact(b", \"dur\": ")?;
-        let dur = self.time().ok()?;
+        let (name, pid, tid, ts, dur) = self.kineto_members(Self::time)?;
         self.exact(b", \"args\": {\"Python parent id\": ")?;
         self.integer().ok()?;
         self.exact(b", \"Python id\": ")?;
@@ -476,6 +456,27 @@ impl<'a> Cursor<'a> {
             tid: Some(tid),
             args: Some(RawArgs::default()),
         })
+    }
+
+    /// A Kineto event's `name` (the cursor just past its opening quote), `pid`, `tid`,
+    /// `ts` and `dur`, between Kineto's own separators; each time read by `time`.
+    #[inline(always)]
+    fn kineto_members<T>(
+        &mut self,
+        time: impl Fn(&mut Self) -> Step<T>,
+    ) -> Option<(&'a str, Label<'a>, Label<'a>, T, T)> {
+        // `plain_string` starts at the opening quote, one byte back.
+        self.pos -= 1;
+        let name = self.plain_string().ok()?;
+        self.exact(b", \"pid\": ")?;
+        let pid = self.label().ok()?;
+        self.exact(b", \"tid\": ")?;
+        let tid = self.label().ok()?;
+        self.exact(b", \"ts\": ")?;
+        let ts = time(self).ok()?;
+        self.exact(b", \"dur\": ")?;
+        let dur = time(self).ok()?;
+        Some((name, pid, tid, ts, dur))
     }
 
     /// The bytes `text` at the cursor, the cursor past them; `None` for any others.
