@@ -386,13 +386,7 @@ impl ThreadFrames {
         gap_start: Ns,
         observed: &Observed<'_>,
     ) -> Option<(String, Ns)> {
-        let thread = (call.pid, call.tid);
-        let index = trace
-            .py_frames
-            .threads()
-            .iter()
-            .position(|&t| t == thread)?;
-        let list = on_thread(&mut self.by_thread, trace, thread)?;
+        let (index, list) = on_thread(&mut self.by_thread, trace, (call.pid, call.tid))?;
         let frames = &trace.py_frames;
         let hint = &mut self.searched_to[index];
         let first =
@@ -460,15 +454,16 @@ fn first_starting_at_or_after(list: &[u32], hint: usize, before: impl Fn(u32) ->
 
 /// The frames of thread (pid, tid) in start order (by start, end, name), as indices
 /// into the trace's frame table, built on first ask into `by_thread`
-/// ([`ThreadFrames::by_thread`]); `None` if it ran none. Indices, not the frames
-/// themselves: a quarter of the bytes to write, and the frames a stretch reads are few.
+/// ([`ThreadFrames::by_thread`]), with the thread's index there; `None` if it ran none.
+/// Indices, not the frames themselves: a quarter of the bytes to write, and the frames a
+/// stretch reads are few.
 /// Frames are mostly in start order in the file already, which one comparison per
 /// frame confirms and saves the sort.
 fn on_thread<'f>(
     by_thread: &'f mut [Option<Vec<u32>>],
     trace: &Trace,
     thread: (Sym, Sym),
-) -> Option<&'f [u32]> {
+) -> Option<(usize, &'f [u32])> {
     let frames = &trace.py_frames;
     let index = frames.threads().iter().position(|&t| t == thread)?;
     let key = |i: u32| {
@@ -499,7 +494,7 @@ fn on_thread<'f>(
         }
         list
     });
-    Some(list)
+    Some((index, list))
 }
 
 #[cfg(test)]
@@ -534,6 +529,7 @@ mod tests {
             assert_eq!(expected.len(), 10);
             let got: Vec<(i64, i64, Sym)> = on_thread(&mut frames.by_thread, &trace, thread)
                 .unwrap()
+                .1
                 .iter()
                 .map(|&i| {
                     let f = trace.py_frames.at(i as usize);
@@ -562,7 +558,7 @@ mod tests {
             });
         }
         let mut frames = ThreadFrames::of(&trace);
-        let list = on_thread(&mut frames.by_thread, &trace, (Sym(0), Sym(0))).unwrap();
+        let (_, list) = on_thread(&mut frames.by_thread, &trace, (Sym(0), Sym(0))).unwrap();
         assert_eq!(list, [0, 1, 3, 2, 4]);
         // Without the tie, the file's order as it is.
         let mut trace = Trace::default();
@@ -576,7 +572,7 @@ mod tests {
             });
         }
         let mut frames = ThreadFrames::of(&trace);
-        let list = on_thread(&mut frames.by_thread, &trace, (Sym(0), Sym(0))).unwrap();
+        let (_, list) = on_thread(&mut frames.by_thread, &trace, (Sym(0), Sym(0))).unwrap();
         assert_eq!(list, [0, 1, 2, 3]);
     }
 
