@@ -25,9 +25,9 @@ const FRESERVED: u8 = 0xe0;
 pub(super) struct GzipMembers<R> {
     input: R,
     inflate: Decompress,
-    /// The CRC-32 and length (mod 2^32) of the current member's bytes so far.
+    /// The CRC-32 of the current member's bytes so far (their count is the inflater's
+    /// `total_out`, reset with it at each header).
     crc: crc32fast::Hasher,
-    len: u32,
     at: Place,
 }
 
@@ -48,7 +48,6 @@ impl<R: BufRead> GzipMembers<R> {
             input,
             inflate: Decompress::new(false),
             crc: crc32fast::Hasher::new(),
-            len: 0,
             at: Place::Start,
         }
     }
@@ -86,7 +85,6 @@ impl<R: BufRead> GzipMembers<R> {
         }
         self.inflate.reset(false);
         self.crc = crc32fast::Hasher::new();
-        self.len = 0;
         Ok(())
     }
 
@@ -116,7 +114,8 @@ impl<R: BufRead> GzipMembers<R> {
         let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
         let len = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
         let sum = std::mem::take(&mut self.crc).finalize();
-        if crc != sum || len != self.len {
+        // ISIZE is the length mod 2^32.
+        if crc != sum || len != self.inflate.total_out() as u32 {
             return Err(invalid(
                 "corrupt gzip stream does not have a matching checksum",
             ));
@@ -146,7 +145,6 @@ impl<R: BufRead> GzipMembers<R> {
             let wrote = (self.inflate.total_out() - before_out) as usize;
             self.input.consume(used);
             self.crc.update(&buf[..wrote]);
-            self.len = self.len.wrapping_add(wrote as u32);
             if status == Status::StreamEnd {
                 self.at = Place::Between;
                 self.trailer()?;
