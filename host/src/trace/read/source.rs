@@ -247,6 +247,36 @@ impl MappedText {
 /// How many decoded blocks may wait.
 const BLOCKS_IN_FLIGHT: usize = 4;
 
+/// The size of a read's first block; each next one is twice the last, up to the full
+/// size.
+const FIRST_BLOCK: usize = 64 << 10;
+
+/// The sizes of a read's blocks. Why the first are small: the parse thread is the
+/// pipeline's slowest stage, and it waited for a whole first block to be inflated and
+/// scanned (4-5 ms of every read, issue 22's fixed cost at 100 MB); a 64 KiB block is
+/// ready within a tenth of that. Full-size blocks follow within five, where their
+/// hand-off costs nothing next to their work.
+struct BlockSizes {
+    next: usize,
+    full: usize,
+}
+
+impl BlockSizes {
+    fn up_to(full: usize) -> Self {
+        let full = full.max(1);
+        BlockSizes {
+            next: FIRST_BLOCK.min(full),
+            full,
+        }
+    }
+
+    fn take(&mut self) -> usize {
+        let size = self.next;
+        self.next = size.saturating_mul(2).min(self.full);
+        size
+    }
+}
+
 impl TextBlocks {
     /// `copied` counts the text bytes copied on the way (see `ByteStream::copied`).
     pub(super) fn spawn(
@@ -365,13 +395,14 @@ fn map_blocks(
     tx: &SyncSender<io::Result<Block>>,
 ) {
     let mut offset = 0u64;
+    let mut sizes = BlockSizes::up_to(block);
     while offset < len {
         // Blocks the parser is done with come back here to be unmapped.
         while spares.try_recv().is_ok() {}
         let left = len - offset;
         let want = usize::try_from(left)
             .unwrap_or(usize::MAX)
-            .min(block.max(1));
+            .min(sizes.take());
         // Three bytes more: the rest of a character cut by the block's end.
         let span = usize::try_from(left)
             .unwrap_or(usize::MAX)
@@ -437,14 +468,20 @@ fn read_blocks(
 ) {
     // An incomplete UTF-8 sequence left from the last block: at most 3 bytes.
     let mut carry: Vec<u8> = Vec::with_capacity(4);
+    let mut sizes = BlockSizes::up_to(block);
     loop {
         let mut buf = spares
             .try_recv()
             .map(|spare| spare.into_buffer().into_bytes())
             .unwrap_or_default();
-        let want = carry.len() + block;
-        // Only a buffer shorter than the block is zeroed, and only its growth.
-        if buf.len() < want {
+        let want = carry.len() + sizes.take();
+        // A spare holds a full block already, so at most the few bytes of a longer carry
+        // are zeroed. A new buffer, or one of the first, smaller blocks, is replaced by a
+        // zeroed allocation: that comes from fresh pages, zero already, where a resize
+        // would write every byte. Three bytes more leave room for a later carry.
+        if buf.capacity() < want {
+            buf = vec![0; want + 3];
+        } else if buf.len() < want {
             buf.resize(want, 0);
         }
         buf[..carry.len()].copy_from_slice(&carry);
@@ -508,4 +545,32 @@ fn block_text(buf: Vec<u8>, at_end: bool, carry: &mut Vec<u8>, copied: &AtomicU6
     copied.fetch_add(decoded as u64, Ordering::Relaxed);
     carry.extend_from_slice(&bytes[decoded..]);
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_start_small_and_double_up_to_the_full_size() {
+        let mut sizes = BlockSizes::up_to(1 << 20);
+        let taken: Vec<usize> = (0..7).map(|_| sizes.take()).collect();
+        assert_eq!(
+            taken,
+            [
+                64 << 10,
+                128 << 10,
+                256 << 10,
+                512 << 10,
+                1 << 20,
+                1 << 20,
+                1 << 20
+            ]
+        );
+        // A full size below the first block's (tests' tiny refills) is every block's.
+        let mut tiny = BlockSizes::up_to(7);
+        assert_eq!([tiny.take(), tiny.take()], [7, 7]);
+        let mut none = BlockSizes::up_to(0);
+        assert_eq!(none.take(), 1);
+    }
 }

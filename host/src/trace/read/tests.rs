@@ -544,6 +544,47 @@ fn gzip_is_detected_by_magic_not_name() {
     assert_eq!(read(&path).unwrap().gpu_ops.len(), 1);
 }
 
+/// Blocks start at 64 KiB and double up to the full size (`source::BlockSizes`): a read
+/// that crosses every size, gzip and plain, keeps every event, every name's multi-byte
+/// characters (some cut by a block's end) and every duration.
+#[test]
+fn growing_blocks_lose_no_event_and_cut_no_character() {
+    let events: Vec<String> = (0..20_000)
+        .map(|i| {
+            format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "gemm→é{i}", "pid": 0, "tid": 7, "ts": {i}, "dur": {}, "args": {{"stream": 7, "correlation": {i}}}}}"#,
+                i % 97 + 1
+            )
+        })
+        .collect();
+    let text = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+    assert!(
+        text.len() > 2 << 20,
+        "{} bytes cross every block size",
+        text.len()
+    );
+    let dur_us: i64 = (0..20_000).map(|i| i % 97 + 1).sum();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("t.json");
+    std::fs::write(&plain, &text).unwrap();
+    let gz = dir.path().join("t.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    // The default refill (blocks of 64 KiB to 1 MiB) and one whose full block is not a
+    // doubling of the first (64, 128, then 192 KiB).
+    for chunk in [CHUNK, 192 << 10] {
+        for path in [&plain, &gz] {
+            let t = read_trace_in_chunks(path, &mut |_| {}, chunk).unwrap();
+            assert_eq!(t.gpu_ops.len(), 20_000, "{}", path.display());
+            let dur: i64 = t.gpu_ops.iter().map(|g| g.dur).sum();
+            assert_eq!(dur, dur_us * 1000);
+            assert_eq!(t.name(t.gpu_ops.at(12_345).name), "gemm→é12345");
+            assert_eq!(t.skipped.total(), 0);
+        }
+    }
+}
+
 #[test]
 fn missing_file_and_directory() {
     let dir = tempfile::tempdir().unwrap();
