@@ -28,8 +28,8 @@
 # shifted per copy: correlation, External id, Python id/parent id, flow ids; see
 # host/examples/support/tile.rs) and gzip-compressed at the fast level. Then, RUNS times
 # each, alternating: `zcat FILE > /dev/null` and
-# `llm-triage --framework vllm --input FILE --format json > /dev/null`, under
-# /usr/bin/time. Prints the median wall time of each, their ratio (and the median of
+# `llm-triage --framework vllm --input FILE --format json > /dev/null`, each timed by
+# host/examples/timed_run.rs (wall time to the microsecond, peak RSS, user and sys). Prints the median wall time of each, their ratio (and the median of
 # each triage's ratio to the zcat run just before it), the triage's throughput in MB/s of
 # JSON, its fastest run, and its peak RSS as a fraction of the JSON size.
 # Other work on the machine shifts both times alike; compare the ratio, not seconds.
@@ -72,13 +72,15 @@ dir=${keep:-$work}
 mkdir -p "$dir"
 
 cargo build --release -q
-cargo build --release -q -p llm-triage --example tile_trace
+cargo build --release -q -p llm-triage --example tile_trace --example timed_run
 triage=./target/release/llm-triage
 
-timed() { # appends "wall_seconds max_rss_kb user_seconds sys_seconds" of the command to file $1
+# Appends "wall_seconds max_rss_kb user_seconds sys_seconds" of the command to file $1.
+# Not /usr/bin/time: its wall time is in hundredths of a second, a step of 6% at 100 MB.
+timed() {
     local out=$1
     shift
-    /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$@" > /dev/null 2> "$work/stderr" || {
+    ./target/release/examples/timed_run "$work/time" "$@" > /dev/null 2> "$work/stderr" || {
         cat "$work/stderr" >&2
         exit 1
     }
@@ -151,10 +153,10 @@ report_size() {
         -v t="$triage_s" -v r="$rss_kb" -v n="$n" -v p="$($plain && echo ', plain .json')" \
         -v f="$fastest_s" -v q="$paired" 'BEGIN {
         printf "JSON size              %.1f MB (%d events, %d copies; gzip %.1f MB)\n", j / 1e6, e, c, g / 1e6
-        printf "zcat median            %.2f s  (%d runs, alternating)\n", z, n
-        printf "llm-triage median      %.2f s  (%.0f MB/s of JSON%s)\n", t, j / 1e6 / t, p
+        printf "zcat median            %.3f s  (%d runs, alternating)\n", z, n
+        printf "llm-triage median      %.3f s  (%.0f MB/s of JSON%s)\n", t, j / 1e6 / t, p
         printf "triage / zcat          %.2fx (run by run: median %.2fx)\n", t / z, q
-        printf "fastest triage         %.2f s  (%.0f MB/s)\n", f, j / 1e6 / f
+        printf "fastest triage         %.3f s  (%.0f MB/s)\n", f, j / 1e6 / f
         printf "peak RSS               %.0f MB = %.2fx the JSON size\n", r / 1024, r * 1024 / j
     }'
     echo "$json_bytes $zcat_s $triage_s $rss_kb $fastest_s $paired" >> "$work/rows"
@@ -193,8 +195,8 @@ bench_ranks() {
     awk -v j="$json_total" -v n="$n" -v o="$one_s" -v a="$all_s" -v r="$rss_kb" -v k="$runs" \
         -v oc="$one_cpu" -v ac="$all_cpu" 'BEGIN {
         printf "ranks                  %d x 250 MB = %.1f MB of JSON\n", n, j / 1e6
-        printf "one rank median        %.2f s, user+sys %.2f s  (%d runs, alternating)\n", o, oc, k
-        printf "all ranks median       %.2f s, user+sys %.2f s (%.2f cores busy)\n", a, ac, ac / a
+        printf "one rank median        %.3f s, user+sys %.2f s  (%d runs, alternating)\n", o, oc, k
+        printf "all ranks median       %.3f s, user+sys %.2f s (%.2f cores busy)\n", a, ac, ac / a
         printf "all / one              %.2fx (user+sys %.2fx)\n", a / o, ac / oc
         printf "peak RSS (all ranks)   %.0f MB = %.3fx the total JSON\n", r / 1024, r * 1024 / j
     }'
@@ -243,7 +245,7 @@ if $scaling; then
         printf "|--------:|-------:|---------:|------------:|-----------:|-----:|-------------:|------------:|-----------:|\n"
     } {
         rate = $1 / 1e6 / $3
-        printf "| %7.0f | %6.2f | %8.2f | %10.2fx | %9.2fx | %4.0f | %12.0f | %11.0f | %10.3f |\n",
+        printf "| %7.0f | %6.3f | %8.3f | %10.2fx | %9.2fx | %4.0f | %12.0f | %11.0f | %10.3f |\n",
             $1 / 1e6, $2, $3, $3 / $2, $6, rate, $1 / 1e6 / $5, $4 / 1024, $4 * 1024 / $1
         if (NR == 1 || rate < lo) lo = rate
         if (NR == 1 || rate > hi) hi = rate
