@@ -2,7 +2,7 @@
 //! Each step is a function of the previous step's value; this module only wires them.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -22,6 +22,7 @@ use crate::analyze::overlap::{
 };
 use crate::analyze::roofline;
 use crate::analyze::timeline::{attach as attach_timeline, stage_timelines, TimelineOptions};
+use crate::catalog::devices::DeviceMatch;
 use crate::catalog::Catalog;
 use crate::checks::diffusers_fallback;
 use crate::error::{Result, TriageError};
@@ -35,7 +36,8 @@ use crate::trace::evidence::evidence;
 use crate::trace::graph_capture::graph_capture;
 use crate::trace::link::{collision_note, link_in_scope, LinkScope, Linked};
 use crate::trace::model::model_class;
-use crate::trace::read::{read_trace_beside_others, read_trace_scoped, ReadScope};
+use crate::trace::model_config::ModelShape;
+use crate::trace::read::{read_trace_until_stopped, ReadScope};
 use crate::trace::stage::{split, MarkerKind, Stage, StageHint, StageSplit};
 
 /// What the user asked for, in domain terms (the CLI maps flags onto this).
@@ -231,22 +233,38 @@ pub(crate) fn run_observed(
         None => None,
     };
     let log_notes = check_run_logs(request, &traces_set, mapping_set.as_ref())?;
-    let loaded;
-    let plugin_set = match plugins {
-        Some(set) => set,
-        None => {
-            loaded = load_plugins(&request.plugin_dirs)?;
-            &loaded
-        }
-    };
-    let loaded_catalog;
-    let catalog = match catalog {
-        Some(catalog) => catalog,
-        None => {
-            loaded_catalog = Catalog::load(request.catalog.as_deref(), plugin_set)?;
-            &loaded_catalog
-        }
-    };
+    phases.done("discover");
+    // The plugins and the catalog load on a thread of their own while the read starts:
+    // 4 ms, which the read's spare third of a core absorbs (the parse thread bounds it).
+    // Should they fail (or a --device, --device-spec or --model-config be bad), the read
+    // stops at its next block and the run fails with their error, before the long read
+    // as when they loaded first.
+    let stop = AtomicBool::new(false);
+    let mut sets = vec![&mut traces_set];
+    sets.extend(mapping_set.as_mut());
+    let (setup, read) = std::thread::scope(|scope| {
+        let setup = scope.spawn(|| {
+            let setup = Setup::load(request, plugins, catalog);
+            if setup.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            setup
+        });
+        // Both sets in one parallel read, under one progress bar.
+        let read = read_sets(&mut sets, request.progress, depth.read_scope(), &stop);
+        let setup = setup
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (setup, read)
+    });
+    let Setup {
+        plugins: plugin_set,
+        catalog,
+        chosen,
+        explicit_model,
+    } = setup?;
+    let mut read = read?.into_iter();
+    let plugin_set: &PluginSet = &plugin_set;
     let Catalog {
         families,
         fusions: fusion_catalog,
@@ -256,20 +274,10 @@ pub(crate) fn run_observed(
         roofline: roofline_ops,
         roles,
         ..
-    } = catalog;
-    // A bad --device or --device-spec fails before the (long) read.
-    let chosen = chosen_device(&request.device, device_table)?;
-    // So does a --model-config that cannot be read.
-    let explicit_model =
-        crate::trace::model_config::model_shape(request.model_config.as_deref(), &[])?;
-    phases.done("discover+plugins+catalog");
-    // Both sets in one parallel read, under one progress bar.
-    let mut sets = vec![&mut traces_set];
-    sets.extend(mapping_set.as_mut());
-    let mut read = read_sets(&mut sets, request.progress, depth.read_scope())?.into_iter();
+    } = &*catalog;
     let traces = read.next().unwrap_or_default();
     let mapping_traces = read.next().unwrap_or_default();
-    phases.done("read");
+    phases.done("read+plugins+catalog");
     diffusers_fallback::check_frames(&traces)?;
     diffusers_fallback::check_frames(&mapping_traces)?;
     phases.done("check_frames");
@@ -540,6 +548,59 @@ pub(crate) fn run_observed(
     Ok(report)
 }
 
+/// What a triage needs besides its traces, loaded beside the read (`run_observed`): the
+/// plugins and the catalog unless the caller has them, and the device and model shape
+/// that flags name.
+struct Setup<'a> {
+    plugins: Held<'a, PluginSet>,
+    catalog: Held<'a, Catalog>,
+    chosen: Option<DeviceMatch>,
+    explicit_model: Option<ModelShape>,
+}
+
+impl<'a> Setup<'a> {
+    fn load(
+        request: &TriageRequest,
+        plugins: Option<&'a PluginSet>,
+        catalog: Option<&'a Catalog>,
+    ) -> Result<Self> {
+        let plugins = match plugins {
+            Some(set) => Held::Given(set),
+            None => Held::Loaded(load_plugins(&request.plugin_dirs)?),
+        };
+        let catalog = match catalog {
+            Some(catalog) => Held::Given(catalog),
+            None => Held::Loaded(Catalog::load(request.catalog.as_deref(), &plugins)?),
+        };
+        let chosen = chosen_device(&request.device, &catalog.devices)?;
+        let explicit_model =
+            crate::trace::model_config::model_shape(request.model_config.as_deref(), &[])?;
+        Ok(Setup {
+            plugins,
+            catalog,
+            chosen,
+            explicit_model,
+        })
+    }
+}
+
+/// A value the caller passed in, or one loaded here.
+enum Held<'a, T> {
+    Given(&'a T),
+    Loaded(T),
+}
+
+impl<T> std::ops::Deref for Held<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        match self {
+            Held::Given(value) => value,
+            Held::Loaded(value) => value,
+        }
+    }
+}
+
 /// `LLM_TRIAGE_PHASES=1`: each phase's wall and CPU time on stderr, in ms, to see where a
 /// triage's time goes (CPU time is the steadier figure on a busy machine: the process's
 /// for the pipeline, the thread's for one analysis group). Off, a phase costs one branch.
@@ -718,11 +779,12 @@ fn read_captures(
     let file_refs: Vec<&TraceFile> = files.iter().collect();
     let mut graphs = Vec::new();
     let mut notes = Vec::new();
-    for ((path, was_given), read) in
-        paths
-            .iter()
-            .zip(read_all(&file_refs, progress, ReadScope::Full))
-    {
+    for ((path, was_given), read) in paths.iter().zip(read_all(
+        &file_refs,
+        progress,
+        ReadScope::Full,
+        &AtomicBool::new(false),
+    )) {
         let trace = match read {
             Ok(trace) => trace,
             Err(e) if *was_given => return Err(e),
@@ -882,9 +944,10 @@ fn read_sets(
     sets: &mut [&mut TraceSet],
     progress: bool,
     scope: ReadScope,
+    stop: &AtomicBool,
 ) -> Result<Vec<Vec<Trace>>> {
     let files: Vec<&TraceFile> = sets.iter().flat_map(|s| &s.files).collect();
-    let mut results = read_all(&files, progress, scope).into_iter();
+    let mut results = read_all(&files, progress, scope, stop).into_iter();
     let per_set: Vec<Vec<Result<Trace>>> = sets
         .iter()
         .map(|set| results.by_ref().take(set.files.len()).collect())
@@ -928,8 +991,14 @@ fn keep_readable(set: &mut TraceSet, read: Vec<Result<Trace>>) -> Result<Vec<Tra
     }
 }
 
-/// Reads every file, in parallel, with one progress bar over all bytes.
-fn read_all(files: &[&TraceFile], progress: bool, read_scope: ReadScope) -> Vec<Result<Trace>> {
+/// Reads every file, in parallel, with one progress bar over all bytes; each read gives
+/// up once `stop` is set.
+fn read_all(
+    files: &[&TraceFile],
+    progress: bool,
+    read_scope: ReadScope,
+    stop: &AtomicBool,
+) -> Vec<Result<Trace>> {
     let total: u64 = files
         .iter()
         .filter_map(|f| std::fs::metadata(&f.path).ok())
@@ -968,10 +1037,13 @@ fn read_all(files: &[&TraceFile], progress: bool, read_scope: ReadScope) -> Vec<
                         done.fetch_add(delta, Ordering::Relaxed);
                         bar.inc(delta);
                     };
-                    match beside_others {
-                        true => read_trace_beside_others(&file.path, &mut progress, read_scope),
-                        false => read_trace_scoped(&file.path, &mut progress, read_scope),
-                    }
+                    read_trace_until_stopped(
+                        &file.path,
+                        &mut progress,
+                        read_scope,
+                        beside_others,
+                        stop,
+                    )
                 })
             })
             .collect();

@@ -112,6 +112,35 @@ fn an_unknown_device_name_is_a_usage_error_and_the_two_flags_exclude_each_other(
     assert_eq!(both.status.code(), Some(2));
 }
 
+/// The catalog, and the flags checked against it, load beside the read (`triage.rs`): a
+/// bad device name is still the run's error, a usage error, even when the read fails too.
+#[test]
+fn a_bad_device_name_is_the_error_even_beside_a_read_that_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.json.gz");
+    let whole = std::fs::read(shared_trace(B200_VLLM)).unwrap();
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let alone = llm_triage()
+        .args(["--input", cut.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(alone.status.code(), Some(3));
+    let stderr = String::from_utf8(alone.stderr).unwrap();
+    assert!(stderr.contains("truncated gzip stream"), "{stderr}");
+    let out = llm_triage()
+        .args(["--input", cut.to_str().unwrap(), "--device", "H900"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("\"H900\" is not in the device table"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_trace_without_device_properties_has_no_device() {
     // The legacy Kineto sample lists no devices: the report has no `device` key.

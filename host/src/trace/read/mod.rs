@@ -67,7 +67,7 @@ mod surrogate;
 mod time;
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::TriageError;
 use crate::trace::event::Trace;
@@ -93,11 +93,7 @@ pub fn read_trace_scoped(
     progress: &mut dyn FnMut(u64),
     scope: ReadScope,
 ) -> Result<Trace, TriageError> {
-    let parser = match std::env::var_os("LLM_TRIAGE_READER") {
-        Some(v) if v == "reference" => EventParser::Reference,
-        _ => EventParser::Fast,
-    };
-    read_in_scope(path, progress, CHUNK, parser, scope).0
+    read_trace_until_stopped(path, progress, scope, false, &AtomicBool::new(false))
 }
 
 /// [`read_trace_scoped`] for a read beside others that keep every core busy already
@@ -108,11 +104,38 @@ pub fn read_trace_beside_others(
     progress: &mut dyn FnMut(u64),
     scope: ReadScope,
 ) -> Result<Trace, TriageError> {
-    let parser = match std::env::var_os("LLM_TRIAGE_READER") {
+    read_trace_until_stopped(path, progress, scope, true, &AtomicBool::new(false))
+}
+
+/// [`read_trace_scoped`], or with `beside_others` [`read_trace_beside_others`], given up
+/// at its next block (1 MiB) once `stop` is set: the caller does other work of the same
+/// run meanwhile, and that failing makes the read pointless (`triage` loads the catalog
+/// beside it).
+pub fn read_trace_until_stopped(
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+    scope: ReadScope,
+    beside_others: bool,
+    stop: &AtomicBool,
+) -> Result<Trace, TriageError> {
+    read_scanning(
+        path,
+        progress,
+        CHUNK,
+        parser_from_env(),
+        scope,
+        !beside_others,
+        stop,
+    )
+    .0
+}
+
+/// The fast parser, or the reference one with `LLM_TRIAGE_READER=reference`.
+fn parser_from_env() -> EventParser {
+    match std::env::var_os("LLM_TRIAGE_READER") {
         Some(v) if v == "reference" => EventParser::Reference,
         _ => EventParser::Fast,
-    };
-    read_scanning(path, progress, CHUNK, parser, scope, false).0
+    }
 }
 
 /// [`read_trace`] with serde parsing every event: the straightforward path, slower,
@@ -195,11 +218,12 @@ fn read_in_scope(
     parser: EventParser,
     scope: ReadScope,
 ) -> (Result<Trace, TriageError>, ReadCounts) {
-    read_scanning(path, progress, chunk, parser, scope, true)
+    let never = AtomicBool::new(false);
+    read_scanning(path, progress, chunk, parser, scope, true, &never)
 }
 
 /// [`read_in_scope`], with a scan-ahead thread only if `ahead_wanted` (and the scope
-/// has one).
+/// has one), given up once `stop` is set.
 fn read_scanning(
     path: &Path,
     progress: &mut dyn FnMut(u64),
@@ -207,6 +231,7 @@ fn read_scanning(
     parser: EventParser,
     scope: ReadScope,
     ahead_wanted: bool,
+    stop: &AtomicBool,
 ) -> (Result<Trace, TriageError>, ReadCounts) {
     let source = match open_source(path) {
         Ok(source) => source,
@@ -216,7 +241,7 @@ fn read_scanning(
     // already: a scan-ahead thread would add only its hand-off.
     let scan_ahead =
         (ahead_wanted && parser == EventParser::Fast && scope == ReadScope::Full).then_some(scope);
-    let mut stream = ByteStream::new(source, progress, chunk, scan_ahead);
+    let mut stream = ByteStream::new(source, progress, chunk, scan_ahead, stop);
     let mut sink = TraceSink::new(path, parser, scope);
     let outcome = read_document(&mut stream, &mut sink);
     let json_bytes = stream.end_offset();

@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::ahead::Scanned;
@@ -72,6 +72,9 @@ pub(super) struct ByteStream<'p> {
     /// to a small fraction of the document.
     pub(super) copied: Arc<AtomicU64>,
     pub(super) progress: &'p mut dyn FnMut(u64),
+    /// Set elsewhere when the run has failed meanwhile: the read gives up at its next
+    /// refill ([`Fail::Stopped`]).
+    stop: &'p AtomicBool,
 }
 
 /// One block's events scanned ahead, and how many of them are behind the parser.
@@ -96,6 +99,7 @@ impl<'p> ByteStream<'p> {
         progress: &'p mut dyn FnMut(u64),
         chunk: usize,
         scan_ahead: Option<ReadScope>,
+        stop: &'p AtomicBool,
     ) -> Self {
         let copied = Arc::new(AtomicU64::new(0));
         let src = TextBlocks::spawn(
@@ -123,6 +127,7 @@ impl<'p> ByteStream<'p> {
             consumed: source.consumed,
             copied,
             progress,
+            stop,
         }
     }
 
@@ -149,6 +154,9 @@ impl<'p> ByteStream<'p> {
     /// Makes more text follow the unread text (which stays as it is). Returns false at
     /// the end of the input.
     pub(super) fn fill(&mut self) -> Result<bool, Fail> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(Fail::Stopped);
+        }
         let grew = self.extend_window()?;
         (self.progress)(self.consumed.load(Ordering::Relaxed));
         Ok(grew)
@@ -591,9 +599,16 @@ impl SpanScan {
 
 pub(super) enum Fail {
     Io(String),
-    Json { offset: u64, message: String },
-    Truncated { context: &'static str },
+    Json {
+        offset: u64,
+        message: String,
+    },
+    Truncated {
+        context: &'static str,
+    },
     NotTrace(String),
+    /// Given up because the run failed elsewhere (the caller reports that failure).
+    Stopped,
 }
 
 impl Fail {
@@ -606,6 +621,7 @@ impl Fail {
                 stream.end_offset()
             ),
             Fail::NotTrace(m) => format!("not a torch.profiler trace: {m}"),
+            Fail::Stopped => "read stopped: the run failed meanwhile".to_string(),
         }
     }
 }

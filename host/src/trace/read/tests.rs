@@ -544,12 +544,10 @@ fn gzip_is_detected_by_magic_not_name() {
     assert_eq!(read(&path).unwrap().gpu_ops.len(), 1);
 }
 
-/// Blocks start at 64 KiB and double up to the full size (`source::BlockSizes`): a read
-/// that crosses every size, gzip and plain, keeps every event, every name's multi-byte
-/// characters (some cut by a block's end) and every duration.
-#[test]
-fn growing_blocks_lose_no_event_and_cut_no_character() {
-    let events: Vec<String> = (0..20_000)
+/// A trace of `n` kernels named `gemm→é<i>` (multi-byte characters), lasting
+/// `i % 97 + 1` µs each.
+fn many_kernels(n: usize) -> String {
+    let events: Vec<String> = (0..n)
         .map(|i| {
             format!(
                 r#"{{"ph": "X", "cat": "kernel", "name": "gemm→é{i}", "pid": 0, "tid": 7, "ts": {i}, "dur": {}, "args": {{"stream": 7, "correlation": {i}}}}}"#,
@@ -557,7 +555,51 @@ fn growing_blocks_lose_no_event_and_cut_no_character() {
             )
         })
         .collect();
-    let text = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+    format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"))
+}
+
+/// Another part of the run failing sets the stop flag (`triage` loads the catalog beside
+/// the read): the read gives up at its next block, with an error, where unstopped it
+/// reads all.
+#[test]
+fn a_stopped_read_gives_up_at_its_next_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(many_kernels(20_000).as_bytes()).unwrap();
+    std::fs::write(&path, enc.finish().unwrap()).unwrap();
+    let unstopped = AtomicBool::new(false);
+    let whole = read_trace_until_stopped(&path, &mut |_| {}, ReadScope::Full, false, &unstopped);
+    assert_eq!(whole.unwrap().gpu_ops.len(), 20_000);
+    for beside_others in [false, true] {
+        let stop = AtomicBool::new(false);
+        let mut refills = 0;
+        let stopped = read_trace_until_stopped(
+            &path,
+            &mut |_| {
+                refills += 1;
+                stop.store(true, Ordering::Relaxed);
+            },
+            ReadScope::Full,
+            beside_others,
+            &stop,
+        );
+        let err = stopped.map(|t| t.gpu_ops.len()).unwrap_err().to_string();
+        assert!(
+            err.ends_with("read stopped: the run failed meanwhile"),
+            "{err}"
+        );
+        // The refill that set it, and the last progress call.
+        assert_eq!(refills, 2);
+    }
+}
+
+/// Blocks start at 64 KiB and double up to the full size (`source::BlockSizes`): a read
+/// that crosses every size, gzip and plain, keeps every event, every name's multi-byte
+/// characters (some cut by a block's end) and every duration.
+#[test]
+fn growing_blocks_lose_no_event_and_cut_no_character() {
+    let text = many_kernels(20_000);
     assert!(
         text.len() > 2 << 20,
         "{} bytes cross every block size",
