@@ -147,6 +147,7 @@ report_size() {
         awk '{print $5 / $1}' | median)
     rss_kb=$(cut -d' ' -f2 "$work/triage-$size_mb.txt" | sort -n | tail -1)
     n=$(wc -l < "$work/triage-$size_mb.txt")
+    total_s=$(awk '{s += $1} END {print s}' "$work/triage-$size_mb.txt")
     echo "runs (wall s max-RSS-KB user s sys s): zcat   $(paste -sd';' "$work/zcat-$size_mb.txt")" >&2
     echo "                                       triage $(paste -sd';' "$work/triage-$size_mb.txt")" >&2
     awk -v j="$json_bytes" -v g="$gz_bytes" -v c="$copies" -v e="$events" -v z="$zcat_s" \
@@ -159,7 +160,7 @@ report_size() {
         printf "fastest triage         %.3f s  (%.0f MB/s)\n", f, j / 1e6 / f
         printf "peak RSS               %.0f MB = %.2fx the JSON size\n", r / 1024, r * 1024 / j
     }'
-    echo "$json_bytes $zcat_s $triage_s $rss_kb $fastest_s $paired" >> "$work/rows"
+    echo "$json_bytes $zcat_s $triage_s $rss_kb $fastest_s $paired $total_s $n" >> "$work/rows"
     [[ -n $keep ]] || rm -f "$gz"
     [[ -n $keep || $input == "$gz" ]] || rm -f "$input"
 }
@@ -239,6 +240,9 @@ done
 # them in its own proportion); the spread of the median MB/s (issue 22: within 10% of one
 # MB/s: here, of the sizes' mean; and the fastest against the slowest) and
 # the RSS each further byte of JSON adds (issue 22: at most 0.10).
+# Two more spreads, as the machine's modes move the median: of the fastest runs (noise
+# only slows a run down), and of each size's JSON over its runs' summed time (a 3 GB run
+# lasts through both modes, a 100 MB run through one: the sum weighs them alike).
 if $scaling; then
     awk 'BEGIN {
         printf "| JSON MB | zcat s | triage s | triage/zcat | run by run | MB/s | fastest MB/s | peak RSS MB | RSS / JSON |\n"
@@ -247,16 +251,34 @@ if $scaling; then
         rate = $1 / 1e6 / $3
         printf "| %7.0f | %6.3f | %8.3f | %10.2fx | %9.2fx | %4.0f | %12.0f | %11.0f | %10.3f |\n",
             $1 / 1e6, $2, $3, $3 / $2, $6, rate, $1 / 1e6 / $5, $4 / 1024, $4 * 1024 / $1
-        if (NR == 1 || rate < lo) lo = rate
-        if (NR == 1 || rate > hi) hi = rate
-        sum += rate
+        median[NR] = rate
+        fastest[NR] = $1 / 1e6 / $5
+        summed[NR] = $1 / 1e6 / ($7 / $8)
         if (NR == 1) { first_j = $1; first_r = $4 }
         last_j = $1; last_r = $4
-    } END {
-        mean = sum / NR
+    }
+    # "from LO to HI: every size within X% of their mean (M MB/s)" of rates r[1..n].
+    function spread(r, n,    i, lo, hi, sum, mean, far) {
+        lo = hi = r[1]
+        for (i = 1; i <= n; i++) {
+            if (r[i] < lo) lo = r[i]
+            if (r[i] > hi) hi = r[i]
+            sum += r[i]
+        }
+        mean = sum / n
         far = (hi / mean - 1 > 1 - lo / mean) ? hi / mean - 1 : 1 - lo / mean
-        printf "\nmedian MB/s from %.0f to %.0f: every size within %.1f%% of their mean (%.0f MB/s);\n", lo, hi, far * 100, mean
+        return sprintf("from %.0f to %.0f: every size within %.1f%% of their mean (%.0f MB/s)", lo, hi, far * 100, mean)
+    }
+    END {
+        lo = hi = median[1]
+        for (i = 1; i <= NR; i++) {
+            if (median[i] < lo) lo = median[i]
+            if (median[i] > hi) hi = median[i]
+        }
+        printf "\nmedian MB/s %s;\n", spread(median, NR)
         printf "the fastest size %.1f%% above the slowest\n", (hi / lo - 1) * 100
+        printf "fastest-run MB/s     %s\n", spread(fastest, NR)
+        printf "summed-runs MB/s     %s\n", spread(summed, NR)
         if (last_j > first_j)
             printf "RSS growth             %.3f per byte of JSON (%.0f -> %.0f MB)\n",
                 (last_r - first_r) * 1024 / (last_j - first_j), first_r / 1024, last_r / 1024
