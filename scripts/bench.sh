@@ -29,7 +29,8 @@
 # host/examples/support/tile.rs) and gzip-compressed at the fast level. Then, RUNS times
 # each, alternating: `zcat FILE > /dev/null` and
 # `llm-triage --framework vllm --input FILE --format json > /dev/null`, each timed by
-# host/examples/timed_run.rs (wall time to the microsecond, peak RSS, user and sys). Prints the median wall time of each, their ratio (and the median of
+# host/examples/timed_run.rs (wall time to the microsecond, peak RSS, user, sys, and the
+# hypervisor's steal). Prints the median wall time of each, their ratio (and the median of
 # each triage's ratio to the zcat run just before it), the triage's throughput in MB/s of
 # JSON, its fastest run, and its peak RSS as a fraction of the JSON size.
 # Other work on the machine shifts both times alike; compare the ratio, not seconds.
@@ -75,7 +76,8 @@ cargo build --release -q
 cargo build --release -q -p llm-triage --example tile_trace --example timed_run
 triage=./target/release/llm-triage
 
-# Appends "wall_seconds max_rss_kb user_seconds sys_seconds" of the command to file $1.
+# Appends "wall_seconds max_rss_kb user_seconds sys_seconds steal" of the command to file
+# $1 (steal: the share of the machine's CPU time its hypervisor took meanwhile).
 # Not /usr/bin/time: its wall time is in hundredths of a second, a step of 6% at 100 MB.
 timed() {
     local out=$1
@@ -148,8 +150,9 @@ report_size() {
     rss_kb=$(cut -d' ' -f2 "$work/triage-$size_mb.txt" | sort -n | tail -1)
     n=$(wc -l < "$work/triage-$size_mb.txt")
     total_s=$(awk '{s += $1} END {print s}' "$work/triage-$size_mb.txt")
-    echo "runs (wall s max-RSS-KB user s sys s): zcat   $(paste -sd';' "$work/zcat-$size_mb.txt")" >&2
-    echo "                                       triage $(paste -sd';' "$work/triage-$size_mb.txt")" >&2
+    steal=$(cut -d' ' -f5 "$work/triage-$size_mb.txt" | median)
+    echo "runs (wall s max-RSS-KB user s sys s steal): zcat   $(paste -sd';' "$work/zcat-$size_mb.txt")" >&2
+    echo "                                             triage $(paste -sd';' "$work/triage-$size_mb.txt")" >&2
     awk -v j="$json_bytes" -v g="$gz_bytes" -v c="$copies" -v e="$events" -v z="$zcat_s" \
         -v t="$triage_s" -v r="$rss_kb" -v n="$n" -v p="$($plain && echo ', plain .json')" \
         -v f="$fastest_s" -v q="$paired" 'BEGIN {
@@ -160,7 +163,7 @@ report_size() {
         printf "fastest triage         %.3f s  (%.0f MB/s)\n", f, j / 1e6 / f
         printf "peak RSS               %.0f MB = %.2fx the JSON size\n", r / 1024, r * 1024 / j
     }'
-    echo "$json_bytes $zcat_s $triage_s $rss_kb $fastest_s $paired $total_s $n" >> "$work/rows"
+    echo "$json_bytes $zcat_s $triage_s $rss_kb $fastest_s $paired $total_s $n $steal" >> "$work/rows"
     [[ -n $keep ]] || rm -f "$gz"
     [[ -n $keep || $input == "$gz" ]] || rm -f "$input"
 }
@@ -191,8 +194,8 @@ bench_ranks() {
     # user+sys too: other work on the machine moves wall time far more than CPU time.
     one_cpu=$(awk '{print $3 + $4}' "$work/one.txt" | median)
     all_cpu=$(awk '{print $3 + $4}' "$work/all.txt" | median)
-    echo "runs (wall s max-RSS-KB user s sys s): one rank  $(paste -sd';' "$work/one.txt")" >&2
-    echo "                                       all ranks $(paste -sd';' "$work/all.txt")" >&2
+    echo "runs (wall s max-RSS-KB user s sys s steal): one rank  $(paste -sd';' "$work/one.txt")" >&2
+    echo "                                             all ranks $(paste -sd';' "$work/all.txt")" >&2
     awk -v j="$json_total" -v n="$n" -v o="$one_s" -v a="$all_s" -v r="$rss_kb" -v k="$runs" \
         -v oc="$one_cpu" -v ac="$all_cpu" 'BEGIN {
         printf "ranks                  %d x 250 MB = %.1f MB of JSON\n", n, j / 1e6
@@ -242,15 +245,17 @@ done
 # the RSS each further byte of JSON adds (issue 22: at most 0.10).
 # Two more spreads, as the machine's modes move the median: of the fastest runs (noise
 # only slows a run down), and of each size's JSON over its runs' summed time (a 3 GB run
-# lasts through both modes, a 100 MB run through one: the sum weighs them alike).
+# lasts through both modes, a 100 MB run through one: the sum weighs them alike). The
+# steal column is the median share of the CPU the hypervisor took during a size's runs:
+# the slow mode is the VM's, and this says how much of it each size met.
 if $scaling; then
     awk 'BEGIN {
-        printf "| JSON MB | zcat s | triage s | triage/zcat | run by run | MB/s | fastest MB/s | peak RSS MB | RSS / JSON |\n"
-        printf "|--------:|-------:|---------:|------------:|-----------:|-----:|-------------:|------------:|-----------:|\n"
+        printf "| JSON MB | zcat s | triage s | triage/zcat | run by run | MB/s | fastest MB/s | peak RSS MB | RSS / JSON | steal |\n"
+        printf "|--------:|-------:|---------:|------------:|-----------:|-----:|-------------:|------------:|-----------:|------:|\n"
     } {
         rate = $1 / 1e6 / $3
-        printf "| %7.0f | %6.3f | %8.3f | %10.2fx | %9.2fx | %4.0f | %12.0f | %11.0f | %10.3f |\n",
-            $1 / 1e6, $2, $3, $3 / $2, $6, rate, $1 / 1e6 / $5, $4 / 1024, $4 * 1024 / $1
+        printf "| %7.0f | %6.3f | %8.3f | %10.2fx | %9.2fx | %4.0f | %12.0f | %11.0f | %10.3f | %4.1f%% |\n",
+            $1 / 1e6, $2, $3, $3 / $2, $6, rate, $1 / 1e6 / $5, $4 / 1024, $4 * 1024 / $1, $9 * 100
         median[NR] = rate
         fastest[NR] = $1 / 1e6 / $5
         summed[NR] = $1 / 1e6 / ($7 / $8)
