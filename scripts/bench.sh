@@ -146,7 +146,7 @@ report_size() {
     # Each triage against the zcat run just before it: the machine's drift between
     # rounds falls on both, so this ratio moves less than the ratio of the medians.
     paired=$(paste -d' ' "$work/zcat-$size_mb.txt" "$work/triage-$size_mb.txt" |
-        awk '{print $5 / $1}' | median)
+        awk '{print $(NF / 2 + 1) / $1}' | median)
     rss_kb=$(cut -d' ' -f2 "$work/triage-$size_mb.txt" | sort -n | tail -1)
     n=$(wc -l < "$work/triage-$size_mb.txt")
     total_s=$(awk '{s += $1} END {print s}' "$work/triage-$size_mb.txt")
@@ -246,8 +246,9 @@ done
 # Two more spreads, as the machine's modes move the median: of the fastest runs (noise
 # only slows a run down), and of each size's JSON over its runs' summed time (a 3 GB run
 # lasts through both modes, a 100 MB run through one: the sum weighs them alike). The
-# steal column is the median share of the CPU the hypervisor took during a size's runs:
-# the slow mode is the VM's, and this says how much of it each size met.
+# steal column is the median share of the CPU the hypervisor took during a size's runs,
+# the part of the slow mode a VM can see; the rest (a neighbour on the core's other
+# hyperthread, say) shows only as more user+sys time for the same work (printed per run).
 if $scaling; then
     awk 'BEGIN {
         printf "| JSON MB | zcat s | triage s | triage/zcat | run by run | MB/s | fastest MB/s | peak RSS MB | RSS / JSON | steal |\n"
