@@ -544,6 +544,17 @@ fn gzip_is_detected_by_magic_not_name() {
     assert_eq!(read(&path).unwrap().gpu_ops.len(), 1);
 }
 
+/// `text` written to `dir` as `t.json` and, gzipped, as `t.json.gz`.
+fn plain_and_gzip(dir: &Path, text: &str) -> (PathBuf, PathBuf) {
+    let plain = dir.join("t.json");
+    std::fs::write(&plain, text).unwrap();
+    let gzip = dir.join("t.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).unwrap();
+    std::fs::write(&gzip, enc.finish().unwrap()).unwrap();
+    (plain, gzip)
+}
+
 /// A trace of `n` kernels named `gemm→é<i>` (multi-byte characters), lasting
 /// `i % 97 + 1` µs each.
 fn many_kernels(n: usize) -> String {
@@ -564,10 +575,7 @@ fn many_kernels(n: usize) -> String {
 #[test]
 fn a_stopped_read_gives_up_at_its_next_block() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.json.gz");
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(many_kernels(20_000).as_bytes()).unwrap();
-    std::fs::write(&path, enc.finish().unwrap()).unwrap();
+    let (_, path) = plain_and_gzip(dir.path(), &many_kernels(20_000));
     let unstopped = AtomicBool::new(false);
     let whole = read_trace_until_stopped(&path, &mut |_| {}, ReadScope::Full, false, &unstopped);
     assert_eq!(whole.unwrap().gpu_ops.len(), 20_000);
@@ -607,12 +615,7 @@ fn growing_blocks_lose_no_event_and_cut_no_character() {
     );
     let dur_us: i64 = (0..20_000).map(|i| i % 97 + 1).sum();
     let dir = tempfile::tempdir().unwrap();
-    let plain = dir.path().join("t.json");
-    std::fs::write(&plain, &text).unwrap();
-    let gz = dir.path().join("t.json.gz");
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(text.as_bytes()).unwrap();
-    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let (plain, gz) = plain_and_gzip(dir.path(), &text);
     // The default refill (blocks of 64 KiB to 1 MiB) and one whose full block is not a
     // doubling of the first (64, 128, then 192 KiB).
     for chunk in [CHUNK, 192 << 10] {
@@ -1504,12 +1507,7 @@ fn bulk_trace(events: usize) -> String {
 fn text_reaches_the_parser_without_being_copied_between_buffers() {
     let text = bulk_trace(16_000);
     let dir = tempfile::tempdir().unwrap();
-    let plain = dir.path().join("t.json");
-    std::fs::write(&plain, &text).unwrap();
-    let gzip = dir.path().join("t.json.gz");
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(text.as_bytes()).unwrap();
-    std::fs::write(&gzip, enc.finish().unwrap()).unwrap();
+    let (plain, gzip) = plain_and_gzip(dir.path(), &text);
     let block = 256 << 10;
     for path in [&plain, &gzip] {
         let (fast, counts) = read_trace_counted(path, &mut |_| {}, block, EventParser::Fast);
