@@ -235,7 +235,8 @@ pub(crate) fn run_observed(
     let log_notes = check_run_logs(request, &traces_set, mapping_set.as_ref())?;
     phases.done("discover");
     // The plugins and the catalog load on a thread of their own while the read starts:
-    // 4 ms, which the read's spare third of a core absorbs (the parse thread bounds it).
+    // 4 ms, which the read's idle quarter of a core absorbs (its threads keep 1.76 of
+    // the two cores busy, perf at 300 MB).
     // Should they fail (or a --device, --device-spec or --model-config be bad), the read
     // stops at its next block and the run fails with their error, before the long read
     // as when they loaded first.
