@@ -150,6 +150,10 @@ pub(super) struct TextBlocks {
     parser_waiting: Arc<AtomicBool>,
     pub(super) spare: SyncSender<BlockText>,
     pub(super) spare_scanned: SyncSender<Vec<Scanned>>,
+    /// Scan lists the scan-ahead thread started without a buffer (none was spare): each
+    /// grows to a few MB of fresh pages to fault in (an event's record is ~350 bytes),
+    /// so tests hold them to the few in flight at once.
+    pub(super) scan_lists_made: Arc<AtomicU64>,
     /// Declared last, so dropped after the channels above have closed.
     _threads: Threads,
 }
@@ -245,7 +249,7 @@ impl MappedText {
 }
 
 /// How many decoded blocks may wait.
-const BLOCKS_IN_FLIGHT: usize = 4;
+pub(super) const BLOCKS_IN_FLIGHT: usize = 4;
 
 /// The size of a read's first block; each next one is twice the last, up to the full
 /// size.
@@ -295,7 +299,12 @@ impl TextBlocks {
         };
         let (tx, blocks) = sync_channel(waiting);
         let (spare, spares) = sync_channel::<BlockText>(BLOCKS_IN_FLIGHT + 2);
-        let (spare_scanned, spare_scans) = sync_channel::<Vec<Scanned>>(waiting + 1);
+        // Room for every list there can be, so that none returned is dropped: a list
+        // dropped is one made anew, its pages faulted in again (when this held 3, a 1 GB
+        // read made 140-158 lists, and they took over half its 86,000 page faults).
+        let (spare_scanned, spare_scans) = sync_channel::<Vec<Scanned>>(BLOCKS_IN_FLIGHT + 2);
+        let scan_lists_made = Arc::new(AtomicU64::new(0));
+        let lists_made = Arc::clone(&scan_lists_made);
         let parser_waiting = Arc::new(AtomicBool::new(false));
         let starving = Arc::clone(&parser_waiting);
         let threads = if let Some(scope) = scan_ahead {
@@ -312,6 +321,9 @@ impl TextBlocks {
                     let message = message.map(|mut b| {
                         if scan {
                             let mut scanned = spare_scans.try_recv().unwrap_or_default();
+                            if scanned.capacity() == 0 {
+                                lists_made.fetch_add(1, Ordering::Relaxed);
+                            }
                             scanned.clear();
                             scan_block(&b.text, received, scope, &mut scanned);
                             b.scanned = scanned;
@@ -338,6 +350,7 @@ impl TextBlocks {
             parser_waiting,
             spare,
             spare_scanned,
+            scan_lists_made,
             _threads: Threads(threads),
         }
     }

@@ -215,7 +215,11 @@ impl<'p> ByteStream<'p> {
         let block = match self.src.recv() {
             Ok(Ok(Block { text, scanned })) => {
                 if scanned.is_empty() {
-                    let _ = self.src.spare_scanned.try_send(scanned);
+                    // An unscanned block's empty list has no buffer to lend: sent back,
+                    // it would take a spare's place and the scanner would grow a new one.
+                    if scanned.capacity() > 0 {
+                        let _ = self.src.spare_scanned.try_send(scanned);
+                    }
                 } else {
                     self.ahead.push_back(AheadBlock { scanned, next: 0 });
                 }
@@ -330,6 +334,11 @@ impl<'p> ByteStream<'p> {
     /// Hands a read block back to the reading thread for reuse.
     fn recycle(&self, block: BlockText) {
         let _ = self.src.spare.try_send(block);
+    }
+
+    /// Scan lists the scan-ahead thread made (`TextBlocks::scan_lists_made`).
+    pub(super) fn scan_lists_made(&self) -> u64 {
+        self.src.scan_lists_made.load(Ordering::Relaxed)
     }
 
     fn count_copied(&self, bytes: usize) {
