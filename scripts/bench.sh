@@ -7,7 +7,9 @@
 #                                          round: a table of time and memory, the spread of
 #                                          the sizes' MB/s (issue 22: within 10%) and the
 #                                          RSS growth per byte; the small sizes get more
-#                                          runs (RUNS x 1000 / MB, <= 15)
+#                                          runs (RUNS x 1000 / MB, <= 15). RUNS defaults
+#                                          to 10 (about 4 minutes): with 3, a 3 GB median
+#                                          is one of 3 runs that spread by a third here
 #   scripts/bench.sh --ranks N [RUNS]      N ranks of 250 MB each (one file per rank, named
 #                                          rank<r>.pt.trace.json.gz): `--all-ranks` on their
 #                                          directory against one rank's triage; its time as a
@@ -61,7 +63,7 @@ elif [[ ${1:-} == --scaling ]]; then
     scaling=true
     shift
     sizes=(100 300 1000 3000)
-    runs=${1:-3}
+    runs=${1:-10}
 else
     sizes=("${1:-200}")
     runs=${2:-3}
