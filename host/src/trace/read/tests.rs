@@ -1503,11 +1503,17 @@ fn bulk_trace(events: usize) -> String {
     text
 }
 
+/// A [`bulk_trace`] of `events` written plain and gzipped in `dir`: its text and paths.
+fn bulk_files(dir: &Path, events: usize) -> (String, PathBuf, PathBuf) {
+    let text = bulk_trace(events);
+    let (plain, gzip) = plain_and_gzip(dir, &text);
+    (text, plain, gzip)
+}
+
 #[test]
 fn text_reaches_the_parser_without_being_copied_between_buffers() {
-    let text = bulk_trace(16_000);
     let dir = tempfile::tempdir().unwrap();
-    let (plain, gzip) = plain_and_gzip(dir.path(), &text);
+    let (text, plain, gzip) = bulk_files(dir.path(), 16_000);
     let block = 256 << 10;
     for path in [&plain, &gzip] {
         let (fast, counts) = read_trace_counted(path, &mut |_| {}, block, EventParser::Fast);
@@ -1578,26 +1584,31 @@ fn a_plain_file_is_read_where_it_is_mapped_and_reads_as_its_gzip_stream_does() {
 
 #[test]
 fn scan_lists_are_lent_again_not_made_anew_for_each_block() {
-    let text = bulk_trace(16_000);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.json");
-    std::fs::write(&path, &text).unwrap();
+    let (text, plain, gzip) = bulk_files(dir.path(), 16_000);
     let chunk = 64 << 10;
     let blocks = text.len() / chunk;
     assert!(blocks > 50, "{blocks} blocks: too few to tell");
-    let (fast, counts) = read_trace_counted(&path, &mut |_| {}, chunk, EventParser::Fast);
-    fast.unwrap();
-    assert!(counts.scanned_ahead > 0, "nothing scanned ahead");
     // As many as are ever in flight at once, whatever the timing. How many more a list
     // dropped on the way back would make depends on timing (in a release build, a 1 GB
     // read made 140-158 while the spares' channel held 3 and the empty lists of blocks
     // passed on unscanned took spares' places); a list made per block fails here always.
     let at_once = source::BLOCKS_IN_FLIGHT as u64 + 2;
-    assert!(
-        counts.scan_lists_made <= at_once,
-        "{} scan lists made for {blocks} blocks (at most {at_once} are in flight)",
-        counts.scan_lists_made
-    );
+    for path in [&plain, &gzip] {
+        let (fast, counts) = read_trace_counted(path, &mut |_| {}, chunk, EventParser::Fast);
+        assert_eq!(fast.unwrap().event_count, 16_000, "{}", path.display());
+        assert!(
+            counts.scanned_ahead > 0,
+            "{}: nothing scanned ahead",
+            path.display()
+        );
+        assert!(
+            counts.scan_lists_made <= at_once,
+            "{}: {} scan lists made for {blocks} blocks (at most {at_once} are in flight)",
+            path.display(),
+            counts.scan_lists_made
+        );
+    }
 }
 
 #[test]
