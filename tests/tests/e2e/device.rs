@@ -39,6 +39,16 @@ fn triage(trace: &str, extra: &[&str]) -> Value {
     triage_json(&args)
 }
 
+/// The stderr of a run that failed with exit `code`, printing nothing on stdout and one
+/// line on stderr.
+fn one_line_failure(out: std::process::Output, code: i32) -> String {
+    assert_eq!(out.status.code(), Some(code));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
+
 #[test]
 fn the_device_flag_overrides_the_traces_device() {
     let report = triage(B200_VLLM, &["--device", "NVIDIA H100 80GB HBM3"]);
@@ -80,10 +90,7 @@ fn a_bad_spec_file_fails_with_exit_3_and_one_line_naming_it() {
         .args(["--device-spec", spec.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert!(out.stdout.is_empty());
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let stderr = one_line_failure(out, 3);
     assert!(stderr.contains(&spec.display().to_string()), "{stderr}");
     assert!(
         stderr.contains("citation must name the vendor document"),
@@ -131,10 +138,7 @@ fn a_bad_device_name_is_the_error_even_beside_a_read_that_fails() {
         .args(["--input", cut.to_str().unwrap(), "--device", "H900"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let stderr = one_line_failure(out, 2);
     assert!(
         stderr.contains("\"H900\" is not in the device table"),
         "{stderr}"
