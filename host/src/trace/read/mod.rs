@@ -198,6 +198,8 @@ struct ReadCounts {
     scanned_here: u64,
     /// Text bytes read where the file's mapping holds them (`ByteStream::mapped`).
     mapped: u64,
+    /// Blocks the parser received (`ByteStream::blocks`).
+    blocks: u64,
     /// Scan lists the scan-ahead thread made (`TextBlocks::scan_lists_made`).
     scan_lists_made: u64,
 }
@@ -255,6 +257,7 @@ fn read_scanning(
         scanned_ahead: stream.scanned_ahead,
         scanned_here: stream.scanned_here,
         mapped: stream.mapped,
+        blocks: stream.blocks,
         scan_lists_made: stream.scan_lists_made(),
     };
     drop(stream);

@@ -62,6 +62,8 @@ pub(super) struct ByteStream<'p> {
     /// Text bytes received in mapped blocks (`source.rs`): a plain file's, but for
     /// blocks that held invalid UTF-8.
     pub(super) mapped: u64,
+    /// Blocks received: each end of one may cut an event, which is then stitched.
+    pub(super) blocks: u64,
     pub(super) pos: usize,
     base: u64,
     eof: bool,
@@ -120,6 +122,7 @@ impl<'p> ByteStream<'p> {
             scanned_ahead: 0,
             scanned_here: 0,
             mapped: 0,
+            blocks: 0,
             pos: 0,
             base: 0,
             eof: false,
@@ -237,6 +240,7 @@ impl<'p> ByteStream<'p> {
         };
         let block_base = self.received;
         self.received += block.len() as u64;
+        self.blocks += 1;
         if matches!(block, BlockText::Mapped(_)) {
             self.mapped += block.len() as u64;
         }
