@@ -70,9 +70,9 @@ pub(super) fn open_source(path: &Path) -> Result<Source, TriageError> {
         let taken = Arc::new(AtomicU64::new(0));
         let buffered = io::BufReader::with_capacity(256 * 1024, counting(file, &consumed));
         Bytes::Stream {
-            inner: Box::new(GzipMembers::new(Taken {
+            inner: Box::new(GzipMembers::new(CountingReader {
                 inner: buffered,
-                taken: Arc::clone(&taken),
+                consumed: Arc::clone(&taken),
             })),
             end: Some(StreamEnd { len, taken }),
         }
@@ -152,32 +152,8 @@ impl StreamEnd {
     }
 }
 
-/// Counts the bytes the inflater takes from its buffered input (for [`StreamEnd`]).
-struct Taken<R> {
-    inner: R,
-    taken: Arc<AtomicU64>,
-}
-
-impl<R: BufRead> Read for Taken<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.taken.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Taken<R> {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.taken.fetch_add(n as u64, Ordering::Relaxed);
-        self.inner.consume(n);
-    }
-}
-
-/// Counts the bytes read from the file, for progress reporting.
+/// Counts the bytes read through it: those read from the file (for progress), or, over
+/// the inflater's buffered input, those the inflater takes (for [`StreamEnd`]).
 struct CountingReader<R> {
     inner: R,
     consumed: Arc<AtomicU64>,
@@ -188,6 +164,17 @@ impl<R: Read> Read for CountingReader<R> {
         let n = self.inner.read(buf)?;
         self.consumed.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for CountingReader<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
+        self.inner.consume(n);
     }
 }
 
@@ -707,12 +694,12 @@ mod tests {
     }
 
     #[test]
-    fn taken_counts_what_the_inflater_takes_not_what_its_buffer_read_ahead() {
+    fn counted_over_a_buffer_are_the_bytes_taken_not_those_read_ahead() {
         let taken = Arc::new(AtomicU64::new(0));
         let data = vec![7u8; 10_000];
-        let mut input = Taken {
+        let mut input = CountingReader {
             inner: io::BufReader::with_capacity(4096, &data[..]),
-            taken: Arc::clone(&taken),
+            consumed: Arc::clone(&taken),
         };
         assert_eq!(input.fill_buf().unwrap().len(), 4096);
         input.consume(100);
