@@ -264,6 +264,7 @@ if $scaling; then
         summed[NR] = $1 / 1e6 / ($7 / $8)
         if (NR == 1) { first_j = $1; first_r = $4 }
         last_j = $1; last_r = $4
+        size[NR] = $1; secs[NR] = $3
     }
     # "from LO to HI: every size within X% of their mean (M MB/s)" of rates r[1..n].
     function spread(r, n,    i, lo, hi, sum, mean, far) {
@@ -287,6 +288,23 @@ if $scaling; then
         printf "the fastest size %.1f%% above the slowest\n", (hi / lo - 1) * 100
         printf "fastest-run MB/s     %s\n", spread(fastest, NR)
         printf "summed-runs MB/s     %s\n", spread(summed, NR)
+        # The least-squares line through the medians, time = fixed + size / rate: what a
+        # run costs whatever its size (start-up, catalog, per-name work), and the MB/s of
+        # each further byte. Without the fixed part, the MB/s of each size says whether the
+        # per-byte cost itself stays the same (linear) or grows with size.
+        for (i = 1; i <= NR; i++) { sx += size[i] / 1e6; sy += secs[i] }
+        for (i = 1; i <= NR; i++) {
+            sxx += (size[i] / 1e6 - sx / NR) ^ 2
+            sxy += (size[i] / 1e6 - sx / NR) * (secs[i] - sy / NR)
+        }
+        if (NR > 1 && sxx > 0 && sxy > 0) {
+            slope = sxy / sxx
+            fixed = sy / NR - slope * sx / NR
+            for (i = 1; i <= NR; i++) marginal[i] = size[i] / 1e6 / (secs[i] - fixed)
+            printf "line through the medians: %.1f ms fixed + %.0f MB/s per further byte (%.1f%% of the smallest size, its median)\n",
+                fixed * 1e3, 1 / slope, fixed / secs[1] * 100
+            printf "MB/s less the fixed part %s\n", spread(marginal, NR)
+        }
         if (last_j > first_j)
             printf "RSS growth             %.3f per byte of JSON (%.0f -> %.0f MB)\n",
                 (last_r - first_r) * 1024 / (last_j - first_j), first_r / 1024, last_r / 1024
