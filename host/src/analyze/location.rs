@@ -158,6 +158,33 @@ impl Clone for Locator {
     }
 }
 
+/// The frames [`Locator::site`] has found so far, innermost first.
+#[derive(Default)]
+struct Found {
+    engine: Option<String>,
+    model: Option<String>,
+    outside: Option<String>,
+}
+
+impl Found {
+    fn take(&mut self, class: &FrameClass) {
+        match class {
+            FrameClass::Engine { text, model } => {
+                if self.engine.is_none() {
+                    self.engine = Some(text.clone());
+                }
+                if *model && self.model.is_none() {
+                    self.model = Some(text.clone());
+                }
+            }
+            FrameClass::Outside(Some(text)) if self.outside.is_none() => {
+                self.outside = Some(text.clone());
+            }
+            _ => {}
+        }
+    }
+}
+
 /// What one frame text is to [`Locator::site`].
 #[derive(Debug)]
 enum FrameClass {
@@ -213,37 +240,29 @@ impl Locator {
         // infrastructure (pass 3, which counts only where no frame is in the engine).
         // Frames are classified as they are reached: the search mostly ends a few frames
         // in, before the engine's loop and the model's outer layers.
-        let mut engine: Option<String> = None;
-        let mut model: Option<String> = None;
-        let mut outside: Option<String> = None;
+        let mut found = Found::default();
         for &frame in frames.iter().rev() {
-            if !classes.contains_key(frame) {
-                let class = self.classify(frame);
-                classes.insert(frame.into(), class);
-            }
+            // One lookup per frame seen before (most are): a stack's walk is mostly
+            // hashing its frames' texts.
             match classes.get(frame) {
-                Some(FrameClass::Engine {
-                    text,
-                    model: is_model,
-                }) => {
-                    if engine.is_none() {
-                        engine = Some(text.clone());
-                    }
-                    if *is_model && model.is_none() {
-                        model = Some(text.clone());
-                    }
+                Some(class) => found.take(class),
+                None => {
+                    let class = self.classify(frame);
+                    found.take(&class);
+                    classes.insert(frame.into(), class);
                 }
-                Some(FrameClass::Outside(Some(text))) if outside.is_none() => {
-                    outside = Some(text.clone());
-                }
-                _ => {}
             }
             // The model frame counts only where a module frame says which layer it
             // called: a stack recorded without `with_modules` keeps the engine frame.
-            if engine.is_some() && (model.is_some() || module.is_none()) {
+            if found.engine.is_some() && (found.model.is_some() || module.is_none()) {
                 break;
             }
         }
+        let Found {
+            engine,
+            model,
+            outside,
+        } = found;
         let model = model.filter(|_| module.is_some());
         let has_model = model.is_some();
         let location = model.or_else(|| engine.clone()).or(outside)?;
