@@ -21,23 +21,25 @@ use crate::trace::names::demangle;
 
 /// What the role rules see of one launch stack. A rule asks whether *any* enclosing
 /// class or *any* path matches, so those two are sets (sorted, without repeats).
+/// Paths are numbered, so that sorting and hashing a context compares numbers, not
+/// path texts (that was a third of the role work).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct StackContext<'t> {
+struct StackContext {
     /// The innermost `nn.Module:` class (an index into `RoleLabels::module_tokens`).
     module: Option<u32>,
     /// The classes around it.
     inside: Vec<u32>,
-    /// Paths of the stack's Python frames.
-    paths: Vec<&'t str>,
+    /// Paths of the stack's Python frames (indices into `RoleLabels::path_list`).
+    paths: Vec<u32>,
 }
 
 /// One frame, as the role rules read it.
 #[derive(Copy, Clone, Debug)]
-enum FrameText<'t> {
+enum FrameText {
     /// An `nn.Module:` frame: its class (an index into `RoleLabels::module_tokens`).
     Module(u32),
-    /// A Python frame: its path.
-    Path(&'t str),
+    /// A Python frame: its path (an index into `RoleLabels::path_list`).
+    Path(u32),
     Neither,
 }
 
@@ -48,13 +50,18 @@ pub(super) struct RoleLabels<'t> {
     families: &'t FamilyRules,
     rules: &'t RoleRules,
     kernel_tokens: FxHashMap<Sym, Vec<String>>,
-    frames: FxHashMap<Sym, FrameText<'t>>,
+    frames: FxHashMap<Sym, FrameText>,
     /// Tokens of each distinct module class, and the index of each class.
     module_tokens: Vec<Vec<String>>,
     module_ids: FxHashMap<&'t str, u32>,
-    /// Each distinct context and its index, and the context of each stack.
-    contexts: FxHashMap<StackContext<'t>, u32>,
-    context_list: Vec<StackContext<'t>>,
+    /// Each distinct frame path, and the index of each.
+    path_list: Vec<&'t str>,
+    path_ids: FxHashMap<&'t str, u32>,
+    /// Each distinct context and its index, the context of each stack, and each
+    /// context's paths as text (what the rules read).
+    contexts: FxHashMap<StackContext, u32>,
+    context_list: Vec<StackContext>,
+    context_paths: Vec<Vec<&'t str>>,
     stack_contexts: FxHashMap<StackId, u32>,
     by_context: FxHashMap<(Sym, Option<u32>), RoleId>,
     roles: FxHashMap<(Sym, Option<StackId>), RoleId>,
@@ -76,8 +83,11 @@ impl<'t> RoleLabels<'t> {
             frames: FxHashMap::default(),
             module_tokens: Vec::new(),
             module_ids: FxHashMap::default(),
+            path_list: Vec::new(),
+            path_ids: FxHashMap::default(),
             contexts: FxHashMap::default(),
             context_list: Vec::new(),
+            context_paths: Vec::new(),
             stack_contexts: FxHashMap::default(),
             by_context: FxHashMap::default(),
             roles: FxHashMap::default(),
@@ -111,6 +121,7 @@ impl<'t> RoleLabels<'t> {
             .kernel_tokens
             .entry(name)
             .or_insert_with(|| tokens(demangle(raw).as_deref().unwrap_or(raw)));
+        let paths = context.map_or(&[][..], |c| self.context_paths[c as usize].as_slice());
         let context = context.map(|c| &self.context_list[c as usize]);
         let module_tokens = &self.module_tokens;
         let class = |id: &u32| module_tokens[*id as usize].as_slice();
@@ -121,7 +132,7 @@ impl<'t> RoleLabels<'t> {
             kernel_tokens,
             module_tokens: context.and_then(|c| c.module.as_ref()).map(class),
             inside_tokens: &inside,
-            frame_paths: context.map_or(&[], |c| c.paths.as_slice()),
+            frame_paths: paths,
         })
     }
 
@@ -130,9 +141,10 @@ impl<'t> RoleLabels<'t> {
         if let Some(&context) = self.stack_contexts.get(&id) {
             return context;
         }
-        let mut modules = Vec::new();
-        let mut paths = Vec::new();
-        for &frame in self.linked.stack(id) {
+        let stack = self.linked.stack(id);
+        let mut modules = Vec::with_capacity(stack.len());
+        let mut paths = Vec::with_capacity(stack.len());
+        for &frame in stack {
             match self.frame_text(frame) {
                 FrameText::Module(class) => modules.push(class),
                 FrameText::Path(path) => paths.push(path),
@@ -151,6 +163,9 @@ impl<'t> RoleLabels<'t> {
         };
         let next = self.context_list.len() as u32;
         let index = *self.contexts.entry(context).or_insert_with_key(|context| {
+            let path_list = &self.path_list;
+            let paths = context.paths.iter().map(|&p| path_list[p as usize]);
+            self.context_paths.push(paths.collect());
             self.context_list.push(context.clone());
             next
         });
@@ -160,7 +175,7 @@ impl<'t> RoleLabels<'t> {
 
     /// What the rules read of one frame (`nn.Module: Qwen3Attention_0` -> the class
     /// `Qwen3Attention`, tokenised; a Python frame -> its path).
-    fn frame_text(&mut self, frame: Sym) -> FrameText<'t> {
+    fn frame_text(&mut self, frame: Sym) -> FrameText {
         if let Some(&text) = self.frames.get(&frame) {
             return text;
         }
@@ -174,7 +189,12 @@ impl<'t> RoleLabels<'t> {
             });
             FrameText::Module(id)
         } else if let Some(parsed) = parse_frame(raw) {
-            FrameText::Path(parsed.path)
+            let next = self.path_list.len() as u32;
+            let id = *self.path_ids.entry(parsed.path).or_insert_with(|| {
+                self.path_list.push(parsed.path);
+                next
+            });
+            FrameText::Path(id)
         } else {
             FrameText::Neither
         };
