@@ -16,7 +16,7 @@ use crate::analyze::graph::mapping::resolve_traces;
 use crate::analyze::graph::resolve::{replay_notes as graph_replay_notes, resolve_replays};
 use crate::analyze::kernels::{kernel_tables_with_every_row, KernelTableOptions, StagedTrace};
 use crate::analyze::layers::{attach as attach_layers, stage_layers, LayerInputs};
-use crate::analyze::location::Locator;
+use crate::analyze::location::{Locator, StackSites};
 use crate::analyze::overlap::{
     attach as attach_overlap, overlap_tables, OverlapInputs, OverlapOptions,
 };
@@ -355,9 +355,11 @@ pub(crate) fn run_observed(
     };
     let all_traces: Vec<&Trace> = traces.iter().chain(&mapping_traces).collect();
     let mapping_staged = mapping.as_ref().map(|m| staged_traces(&mapping_traces, m));
+    // Group 1's overlap and kernel tables ask for the same stacks' sites: placed once.
+    let formal_sites = StackSites::new(&formal.locator);
     let overlap_inputs = OverlapInputs {
         formal: &staged,
-        formal_locator: &formal.locator,
+        formal_sites: &formal_sites,
         mapping: mapping
             .as_ref()
             .zip(mapping_staged.as_deref())
@@ -430,7 +432,7 @@ pub(crate) fn run_observed(
             // those above the cut (small split kernels are fusion evidence).
             let overlap = overlap_tables(&overlap_inputs, &overlap_options);
             group.done("overlap");
-            let tables = kernel_tables_with_every_row(&staged, &formal.locator, families, &options);
+            let tables = kernel_tables_with_every_row(&staged, &formal_sites, families, &options);
             group.done("kernel tables");
             let model_class_found = all_traces.iter().find_map(|t| model_class(t));
             group.done("model class");

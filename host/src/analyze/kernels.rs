@@ -6,7 +6,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::analyze::location::{Locator, Site};
+use crate::analyze::location::{Locator, Site, StackSites};
 use crate::catalog::FamilyRules;
 use crate::report::model::{KernelRow, LaunchShare, SiteShare, StageReport};
 use crate::trace::event::{Sym, Trace};
@@ -63,7 +63,7 @@ pub fn kernel_tables(
     families: &FamilyRules,
     opts: &KernelTableOptions,
 ) -> Vec<StageReport> {
-    accumulate_stages(inputs, locator)
+    accumulate_stages(inputs, &StackSites::new(locator))
         .into_iter()
         .map(|(stage, acc)| acc.finish(families).into_report(stage, opts))
         .collect()
@@ -71,9 +71,9 @@ pub fn kernel_tables(
 
 /// The cut tables of [`kernel_tables`] and, from the same sums, every row of every
 /// stage: the fuse matcher needs the small split kernels the cut hides.
-pub fn kernel_tables_with_every_row(
-    inputs: &[StagedTrace<'_>],
-    locator: &Locator,
+pub fn kernel_tables_with_every_row<'a>(
+    inputs: &[StagedTrace<'a>],
+    sites: &StackSites<'a>,
     families: &FamilyRules,
     opts: &KernelTableOptions,
 ) -> (Vec<StageReport>, Vec<StageReport>) {
@@ -81,7 +81,7 @@ pub fn kernel_tables_with_every_row(
         min_share_pct: 0.0,
         limit: 0,
     };
-    accumulate_stages(inputs, locator)
+    accumulate_stages(inputs, sites)
         .into_iter()
         .map(|(stage, acc)| {
             // Rows finished once for both tables: finishing (the family match) is the
@@ -94,13 +94,13 @@ pub fn kernel_tables_with_every_row(
 }
 
 /// Sums every trace's GPU ops into per-stage rows, in stage order.
-fn accumulate_stages(
-    inputs: &[StagedTrace<'_>],
-    locator: &Locator,
+fn accumulate_stages<'a>(
+    inputs: &[StagedTrace<'a>],
+    sites: &StackSites<'a>,
 ) -> Vec<(Stage, StageAccumulator)> {
     let mut stages: HashMap<Stage, StageAccumulator> = HashMap::default();
     for input in inputs {
-        accumulate_trace(input, locator, &mut stages);
+        accumulate_trace(input, sites, &mut stages);
     }
     let mut ordered: Vec<(Stage, StageAccumulator)> = stages.into_iter().collect();
     ordered.sort_by_key(|(stage, _)| stage.order());
@@ -174,9 +174,9 @@ fn choose_gpu_pid(trace: &Trace) -> Option<(Sym, Vec<String>)> {
     Some((chosen, notes))
 }
 
-fn accumulate_trace(
-    input: &StagedTrace<'_>,
-    locator: &Locator,
+fn accumulate_trace<'a>(
+    input: &StagedTrace<'a>,
+    sites: &StackSites<'a>,
     stages: &mut HashMap<Stage, StageAccumulator>,
 ) {
     let StagedTrace {
@@ -217,11 +217,7 @@ fn accumulate_trace(
         let location: Option<&Site> = match site.stack {
             Some(id) => site_of
                 .entry(id)
-                .or_insert_with(|| {
-                    let frames: Vec<&str> =
-                        linked.stack(id).iter().map(|&s| trace.name(s)).collect();
-                    locator.site(&frames)
-                })
+                .or_insert_with(|| sites.site(trace, linked, id))
                 .as_ref(),
             None => None,
         };
@@ -570,6 +566,32 @@ mod tests {
             source_roots: vec!["vllm/".to_string()],
             wrapper_frames: Default::default(),
         })
+    }
+
+    #[test]
+    fn stack_sites_place_each_stack_as_the_locator_does_and_tell_two_links_apart() {
+        let trace = sample_trace();
+        let linked = link(&trace);
+        // The same stacks in the other order: each id names another stack there.
+        let mut reversed = linked.clone();
+        reversed.stacks.reverse();
+        let locator = vllm_locator();
+        let sites = StackSites::new(&locator);
+        let alone = |links: &Linked, id: StackId| {
+            let frames: Vec<&str> = links.stack(id).iter().map(|&s| trace.name(s)).collect();
+            locator.site(&frames)
+        };
+        let ids = 0..linked.stacks.len() as StackId;
+        assert!(ids.len() >= 2, "{} stacks", ids.len());
+        assert_ne!(alone(&linked, 0), alone(&reversed, 0));
+        for round in 0..2 {
+            for id in ids.clone() {
+                for links in [&linked, &reversed] {
+                    let placed = sites.site(&trace, links, id);
+                    assert_eq!(placed, alone(links, id), "stack {id}, round {round}");
+                }
+            }
+        }
     }
 
     fn tables(trace: &Trace, path_stage: Stage, opts: &KernelTableOptions) -> Vec<StageReport> {

@@ -28,6 +28,8 @@ use std::sync::{Mutex, PoisonError};
 use rustc_hash::FxHashMap;
 
 use crate::plugins::Attribution;
+use crate::trace::event::Trace;
+use crate::trace::link::{Linked, StackId};
 
 /// Frame functions that only dispatch to the real code.
 const WRAPPER_FUNCTIONS: &[&str] = &[
@@ -319,6 +321,48 @@ impl Locator {
                 .last()
                 .map(|i| &path[i..])
         })
+    }
+}
+
+/// The sites of one engine's launch stacks, each stack placed once however many analyses
+/// ask: the overlap's scopes, its rows and the kernel tables each ask for every stack of
+/// a stage (3x the walks, two thirds of them repeats, at any trace size).
+///
+/// A stack is known by its [`Linked`] and trace (their addresses) and its id: both are
+/// borrowed for `'l`, as long as this lives, so no other value can take their place.
+pub struct StackSites<'l> {
+    locator: &'l Locator,
+    memo: Mutex<FxHashMap<(usize, usize, StackId), Option<Site>>>,
+}
+
+impl<'l> StackSites<'l> {
+    pub fn new(locator: &'l Locator) -> Self {
+        StackSites {
+            locator,
+            memo: Mutex::default(),
+        }
+    }
+
+    /// The site of stack `id` of `linked`, the links of `trace` (see [`Locator::site`]).
+    pub fn site(&self, trace: &'l Trace, linked: &'l Linked, id: StackId) -> Option<Site> {
+        let key = (
+            std::ptr::from_ref(trace) as usize,
+            std::ptr::from_ref(linked) as usize,
+            id,
+        );
+        let memo = || self.memo.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(site) = memo().get(&key) {
+            return site.clone();
+        }
+        let frames: Vec<&str> = linked.stack(id).iter().map(|&s| trace.name(s)).collect();
+        let site = self.locator.site(&frames);
+        memo().insert(key, site.clone());
+        site
+    }
+
+    /// The location of stack `id` (see [`Locator::location`]).
+    pub fn location(&self, trace: &'l Trace, linked: &'l Linked, id: StackId) -> Option<String> {
+        self.site(trace, linked, id).map(|site| site.location)
     }
 }
 

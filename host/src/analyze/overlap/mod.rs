@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::analyze::kernels::{busiest_gpu_pid, StagedTrace};
-use crate::analyze::location::Locator;
+use crate::analyze::location::{Locator, StackSites};
 use crate::catalog::overlap::KnownPaths;
 use crate::catalog::FamilyRules;
 use crate::report::model::{OverlapPartner, OverlapRow, OverlapStage};
@@ -59,7 +59,8 @@ impl Default for OverlapOptions {
 pub(crate) struct OverlapInputs<'a> {
     /// Traces whose times are swept (single-trace mode: the input; else the formal set).
     pub formal: &'a [StagedTrace<'a>],
-    pub formal_locator: &'a Locator,
+    /// The formal engine's locator, placing each stack once for every analysis that asks.
+    pub formal_sites: &'a StackSites<'a>,
     /// Mapping+formal mode: the traces scopes come from, and their engine's locator.
     pub mapping: Option<(&'a [StagedTrace<'a>], &'a Locator)>,
     pub families: &'a FamilyRules,
@@ -146,12 +147,13 @@ pub(crate) fn overlap_tables(
             let formal = &formal_stages[&stage];
             let scopes = match (&mapping_stages, inputs.mapping) {
                 (Some(stages), Some((traces, locator))) => pick_stage(stages, stage).map(|ops| {
-                    ScopeMap::build(traces, ops, locator, inputs.families, Mapping::Other)
+                    let sites = StackSites::new(locator);
+                    ScopeMap::build(traces, ops, &sites, inputs.families, Mapping::Other)
                 }),
                 _ => Some(ScopeMap::build(
                     inputs.formal,
                     formal,
-                    inputs.formal_locator,
+                    inputs.formal_sites,
                     inputs.families,
                     Mapping::Own,
                 )),
@@ -382,13 +384,7 @@ fn index_and_sweep(inputs: &OverlapInputs<'_>, formal: &StageOps) -> SweptStage 
             totals.graph_replays += 1;
         } else if let Some(id) = site.and_then(|s| s.stack) {
             let location = *location_cache.entry(id).or_insert_with(|| {
-                let frames: Vec<&str> = staged
-                    .linked
-                    .stack(id)
-                    .iter()
-                    .map(|&s| trace.name(s))
-                    .collect();
-                let name = inputs.formal_locator.location(&frames)?;
+                let name = inputs.formal_sites.location(trace, staged.linked, id)?;
                 Some(*location_of_name.entry(name).or_insert_with_key(|name| {
                     locations.push(name.clone());
                     locations.len() as u32 - 1

@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::{RowTotals, StageOps};
 use crate::analyze::kernels::StagedTrace;
-use crate::analyze::location::Locator;
+use crate::analyze::location::StackSites;
 use crate::catalog::FamilyRules;
 use crate::trace::event::{Ns, Sym};
 use crate::trace::names::canonical_name;
@@ -99,10 +99,10 @@ impl SiteTotals {
 }
 
 impl ScopeMap {
-    pub(super) fn build(
-        traces: &[StagedTrace<'_>],
+    pub(super) fn build<'a>(
+        traces: &[StagedTrace<'a>],
         stage: &StageOps,
-        locator: &Locator,
+        sites: &StackSites<'a>,
         families: &FamilyRules,
         mapping: Mapping,
     ) -> ScopeMap {
@@ -139,15 +139,9 @@ impl ScopeMap {
                 }
             }
             let Some(stack) = site.stack else { continue };
-            let location = location_of.entry(stack).or_insert_with(|| {
-                let frames: Vec<&str> = staged
-                    .linked
-                    .stack(stack)
-                    .iter()
-                    .map(|&s| trace.name(s))
-                    .collect();
-                locator.location(&frames)
-            });
+            let location = location_of
+                .entry(stack)
+                .or_insert_with(|| sites.location(trace, staged.linked, stack));
             if location.is_none() {
                 continue;
             }
