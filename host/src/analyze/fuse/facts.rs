@@ -96,9 +96,15 @@ pub fn run_facts(
 /// trace's strings, and the model source files of its Python frames, in first-seen order.
 fn trace_model_names(trace: &Trace) -> Vec<String> {
     let mut names = Vec::new();
+    // Searchers built once, not per string (`str::find` builds one each call: that was
+    // most of the facts' work, a fixed ~0.5 ms per triage).
+    let suffixes: Vec<(&str, memchr::memmem::Finder<'_>)> = CLASS_SUFFIXES
+        .iter()
+        .map(|s| (*s, memchr::memmem::Finder::new(s)))
+        .collect();
     for i in 0..trace.strings.len() {
         let text = trace.name(crate::trace::event::Sym(i as u32));
-        for class in model_classes(text) {
+        for class in model_classes(text, &suffixes) {
             if !names.contains(&class) {
                 names.push(class);
             }
@@ -124,12 +130,13 @@ fn trace_model_names(trace: &Trace) -> Vec<String> {
 
 const CLASS_SUFFIXES: &[&str] = &["ForCausalLM", "ForConditionalGeneration"];
 
-/// `Qwen3ForCausalLM` in `nn.Module: Qwen3ForCausalLM_0` or any other text.
-fn model_classes(text: &str) -> Vec<String> {
+/// `Qwen3ForCausalLM` in `nn.Module: Qwen3ForCausalLM_0` or any other text, given
+/// [`CLASS_SUFFIXES`] and a searcher for each.
+fn model_classes(text: &str, suffixes: &[(&str, memchr::memmem::Finder<'_>)]) -> Vec<String> {
     let mut found = Vec::new();
-    for suffix in CLASS_SUFFIXES {
+    for (suffix, finder) in suffixes {
         let mut from = 0;
-        while let Some(at) = text[from..].find(suffix) {
+        while let Some(at) = finder.find(text[from..].as_bytes()) {
             let end = from + at;
             let start = text[..end]
                 .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '_')
