@@ -136,7 +136,7 @@ fn model_classes(text: &str, suffixes: &[(&str, memchr::memmem::Finder<'_>)]) ->
     let mut found = Vec::new();
     for (suffix, finder) in suffixes {
         let mut from = 0;
-        while let Some(at) = finder.find(text[from..].as_bytes()) {
+        while let Some(at) = finder.find(&text.as_bytes()[from..]) {
             let end = from + at;
             let start = text[..end]
                 .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '_')
